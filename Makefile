@@ -1,0 +1,32 @@
+# The README's commands. Each target creates the virtual environment on first use.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_CONSTRAINTS ?= -c constraints-cpu.txt
+BIN := $(VENV)/bin
+
+.PHONY: install book test release refs check clean
+
+$(BIN)/course: pyproject.toml constraints-cpu.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH_CONSTRAINTS) -e '.[dev]'
+	touch $(BIN)/course
+
+install: $(BIN)/course  ## create .venv and install the course and its tools
+
+book: install  ## build the book with every page executed; warnings are errors
+	rm -rf _build/html
+	$(BIN)/jupyter-book build . --warningiserror --keep-going --path-output .
+	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
+
+test: install  ## run the whole test suite against the reference implementation
+	$(BIN)/python -m pytest
+
+release: install  ## regenerate course_lib stubs and exercises/ from solutions/
+	$(BIN)/course release
+
+refs: install  ## regenerate tests/reference/ from the reference implementation
+	$(BIN)/course refs
+
+clean:
+	rm -rf _build .jupyter_cache

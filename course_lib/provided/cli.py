@@ -1,0 +1,40 @@
+"""The `course` command.
+
+Learners:    course check ch02 [--json]     run the public checks on your course_lib
+             course submit ch02             pack your notebook and course_lib for the instructor
+Instructors: course release | refs | grade  (tools in solutions/course_admin, not shipped to learners)
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+from .loader import REPO_ROOT
+
+LEARNER = {"check": "course_lib.provided.check", "submit": "course_lib.provided.submit"}
+INSTRUCTOR = {"release": "course_admin.release", "refs": "course_admin.refs", "grade": "course_admin.grade"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {**LEARNER, **INSTRUCTOR}
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
+        print(__doc__.strip())
+        if argv and argv[0] not in ("-h", "--help"):
+            print(f"\ncourse: unknown command {argv[0]!r}; choose one of: {', '.join(commands)}", file=sys.stderr)
+            return 2
+        return 0
+    name, rest = argv[0], argv[1:]
+    if name in INSTRUCTOR:
+        solutions = REPO_ROOT / "solutions"
+        if not (solutions / "course_admin").is_dir():
+            print(f"course {name}: this is an instructor's command and needs {solutions}/course_admin, "
+                  "which only the instructor's repository has.", file=sys.stderr)
+            return 2
+        sys.path.insert(0, str(solutions))
+    module = importlib.import_module(commands[name])
+    return int(module.main(rest) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

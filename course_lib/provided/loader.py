@@ -1,0 +1,95 @@
+"""One way to reach an implementation of course_lib: the learner's, or the reference.
+
+The book, the tests and the grader all go through `load_impl`, so that a result never depends on
+which ``course_lib`` happens to be first on ``sys.path``.
+
+    impl = load_impl("reference")          # solutions/course_lib, imported as package `course_ref`
+    impl.attention.scaled_dot_product_attention(q, k, v)
+    impl = load_impl("learner")            # this checkout's course_lib/
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType, SimpleNamespace
+from typing import Any, Callable
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+REFERENCE_DIR = REPO_ROOT / "solutions" / "course_lib"
+LEARNER_DIR = REPO_ROOT / "course_lib"
+REFERENCE_PACKAGE = "course_ref"
+
+
+class Impl:
+    """Attribute access to the chapter modules of one implementation: ``impl.attention``."""
+
+    def __init__(self, package: str, label: str) -> None:
+        self.package = package
+        self.label = label
+
+    def __getattr__(self, module: str) -> ModuleType:
+        if module.startswith("_"):
+            raise AttributeError(module)
+        return importlib.import_module(f"{self.package}.{module}")
+
+    def __repr__(self) -> str:
+        return f"Impl({self.label!r})"
+
+
+class PatchedImpl:
+    """An implementation with some functions replaced, e.g. by a known-wrong variant.
+
+    ``PatchedImpl(ref, {"attention.scaled_dot_product_attention": wrong_fn})``
+    """
+
+    def __init__(self, base: Any, overrides: dict[str, Callable[..., Any]], label: str = "patched") -> None:
+        self._base = base
+        self._overrides = overrides
+        self.label = label
+
+    def __getattr__(self, module: str) -> Any:
+        if module.startswith("_"):
+            raise AttributeError(module)
+        real = getattr(self._base, module)
+        mine = {k.split(".", 1)[1]: v for k, v in self._overrides.items() if k.split(".", 1)[0] == module}
+        if not mine:
+            return real
+        namespace = SimpleNamespace(**{k: getattr(real, k) for k in dir(real) if not k.startswith("__")})
+        for name, fn in mine.items():
+            setattr(namespace, name, fn)
+        return namespace
+
+
+def _load_reference() -> None:
+    if REFERENCE_PACKAGE in sys.modules:
+        return
+    init = REFERENCE_DIR / "__init__.py"
+    if not init.is_file():
+        raise FileNotFoundError(
+            f"the reference implementation is not here ({REFERENCE_DIR}); it ships only with the "
+            "instructor's repository. Learners: use load_impl('learner')."
+        )
+    spec = importlib.util.spec_from_file_location(
+        REFERENCE_PACKAGE, init, submodule_search_locations=[str(REFERENCE_DIR)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[REFERENCE_PACKAGE] = module
+    spec.loader.exec_module(module)
+
+
+def load_impl(which: str = "reference") -> Impl:
+    """Return the reference (``"reference"``) or the learner's (``"learner"``) implementation."""
+    if which == "reference":
+        _load_reference()
+        return Impl(REFERENCE_PACKAGE, "reference")
+    if which == "learner":
+        import course_lib
+
+        where = Path(course_lib.__file__).resolve().parent
+        if where != LEARNER_DIR.resolve():
+            raise ImportError(f"course_lib was imported from {where}, expected {LEARNER_DIR}")
+        return Impl("course_lib", "learner")
+    raise ValueError(f"load_impl: which must be 'reference' or 'learner', got {which!r}")

@@ -1,0 +1,1 @@
+"""Instructor tools: `course release`, `course refs`, `course grade`. Not shipped to learners."""

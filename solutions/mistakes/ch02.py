@@ -1,0 +1,46 @@
+"""Known-wrong variants of scaled_dot_product_attention, keyed like MISTAKES in tests/specs/ch02.py."""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+BIG = None  # marker: use the dtype's most negative finite number
+
+
+def variant(scale: Callable[[Tensor, Tensor], float] = lambda q, v: math.sqrt(q.size(-1)),
+            fill: float | None = BIG, invert: bool = False, use_mask: bool = True, axis: int = -1,
+            return_scores: bool = False, mask_after: bool = False, inplace: bool = False) -> Callable:
+    def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
+                  dropout_p: float = 0.0) -> tuple[Tensor, Tensor]:
+        if inplace:
+            query = query.div_(math.sqrt(query.size(-1)))
+            scores = query @ key.transpose(-2, -1)
+        else:
+            scores = query @ key.transpose(-2, -1) / scale(query, value)
+        if mask is not None and use_mask and not mask_after:
+            hide = mask if invert else ~mask
+            scores = scores.masked_fill(hide, torch.finfo(scores.dtype).min if fill is BIG else fill)
+        weights = torch.softmax(scores, dim=axis)
+        if mask is not None and mask_after:
+            weights = weights.masked_fill(~mask, 0.0)
+        return weights @ value, (scores if return_scores else weights)
+    return attention
+
+
+_fn = "attention.scaled_dot_product_attention"
+VARIANTS: dict[str, dict[str, Callable]] = {
+    "no_scale": {_fn: variant(scale=lambda q, v: 1.0)},
+    "scale_by_d_k": {_fn: variant(scale=lambda q, v: float(q.size(-1)))},
+    "scale_by_d_v": {_fn: variant(scale=lambda q, v: math.sqrt(v.size(-1)))},
+    "softmax_wrong_axis": {_fn: variant(axis=-2)},
+    "inverted_mask": {_fn: variant(invert=True)},
+    "mask_ignored": {_fn: variant(use_mask=False)},
+    "zero_fill": {_fn: variant(fill=0.0)},
+    "neg_inf_fill": {_fn: variant(fill=float("-inf"))},
+    "returns_scores": {_fn: variant(return_scores=True)},
+    "mask_after_softmax": {_fn: variant(mask_after=True)},
+    "inplace_scale": {_fn: variant(inplace=True)},
+}

@@ -1,0 +1,147 @@
+"""Chapter 02 checks: scaled_dot_product_attention(query, key, value, mask=None, dropout_p=0.0).
+
+Public cases use the seeds below; the grader adds hidden cases with other seeds and shapes.
+Expected outputs come from the reference implementation (tests/reference/ch02.pt, `course refs`).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from course_lib.provided.checking import Case, CheckFailure, Outputs
+
+CHAPTER = "02"
+TITLE = "Attention"
+MODULES = ["attention.py"]  # the learner's files this chapter grades
+
+
+# ---------------------------------------------------------------- inputs (deterministic by seed)
+def qkv(seed: int, lead: tuple[int, ...], seq_q: int, seq_k: int, d_k: int, d_v: int,
+        dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return {
+        "query": torch.randn(*lead, seq_q, d_k, generator=g, dtype=dtype),  # (..., seq_q, d_k)
+        "key": torch.randn(*lead, seq_k, d_k, generator=g, dtype=dtype),    # (..., seq_k, d_k)
+        "value": torch.randn(*lead, seq_k, d_v, generator=g, dtype=dtype),  # (..., seq_k, d_v)
+    }
+
+
+def plain(seed: int, lead: tuple[int, ...] = (2,), seq_q: int = 5, seq_k: int = 6, d_k: int = 8,
+          d_v: int = 4, dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    return qkv(seed, lead, seq_q, seq_k, d_k, d_v, dtype)
+
+
+def with_padding(seed: int, batch: int = 3, heads: int = 2, seq: int = 6, d_k: int = 8, d_v: int = 4) -> dict[str, Tensor]:
+    inputs = qkv(seed, (batch, heads), seq, seq, d_k, d_v)
+    lengths = torch.arange(batch) % (seq - 1) + 2                  # (batch,) each >= 2 valid keys
+    mask = torch.arange(seq)[None, :] < lengths[:, None]           # (batch, seq_k)
+    inputs["mask"] = mask[:, None, None, :]                        # (batch, 1, 1, seq_k)
+    return inputs
+
+
+def with_causal(seed: int, batch: int = 2, heads: int = 3, seq: int = 5, d_k: int = 8, d_v: int = 6) -> dict[str, Tensor]:
+    inputs = qkv(seed, (batch, heads), seq, seq, d_k, d_v)
+    inputs["mask"] = torch.tril(torch.ones(seq, seq, dtype=torch.bool))  # (seq_q, seq_k)
+    return inputs
+
+
+def with_empty_rows(seed: int, batch: int = 2, seq_q: int = 4, seq_k: int = 5, d_k: int = 8, d_v: int = 4) -> dict[str, Tensor]:
+    inputs = qkv(seed, (batch,), seq_q, seq_k, d_k, d_v)
+    g = torch.Generator().manual_seed(seed + 1)
+    mask = torch.rand(batch, seq_q, seq_k, generator=g) > 0.3      # (batch, seq_q, seq_k)
+    mask[:, 0, 0] = True
+    mask[0, 1, :] = False                                          # a fully masked query row
+    mask[1, -1, :] = False
+    inputs["mask"] = mask
+    return inputs
+
+
+def fully_masked_rows(inputs: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Rows whose every key is masked: their values are not graded, only their finiteness."""
+    mask = inputs["mask"]
+    empty = ~mask.any(dim=-1, keepdim=True)                        # (..., seq_q, 1)
+    return {"output": empty, "weights": empty}
+
+
+# ---------------------------------------------------------------- probes (they call your code)
+def _attend(impl, inputs: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
+    fn = impl.attention.scaled_dot_product_attention
+    args = (inputs["query"], inputs["key"], inputs["value"])
+    result = fn(*args, mask=inputs["mask"]) if "mask" in inputs else fn(*args)
+    if not isinstance(result, tuple) or len(result) != 2:
+        got = type(result).__name__ + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
+        raise CheckFailure(f"scaled_dot_product_attention should return a tuple (output, weights), got {got}")
+    return result
+
+
+def forward(impl, inputs: dict[str, Tensor]) -> Outputs:
+    output, weights = _attend(impl, inputs)
+    return {"output": output, "weights": weights}
+
+
+def untouched(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """Return the inputs as they are after the call: they must not have changed."""
+    _attend(impl, inputs)
+    return dict(inputs)
+
+
+def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """Backpropagate a fixed random weighting of both outputs to query, key and value."""
+    g = torch.Generator().manual_seed(7)
+    for name in ("query", "key", "value"):
+        inputs[name].requires_grad_(True)
+    output, weights = _attend(impl, inputs)
+    if not (isinstance(output, Tensor) and isinstance(weights, Tensor)):
+        raise CheckFailure("output and weights must be tensors")
+    loss = (output * torch.randn(output.shape, generator=g)).sum() + (weights * torch.randn(weights.shape, generator=g)).sum()
+    if not loss.requires_grad:
+        raise CheckFailure("no gradient flows back from the outputs: did you detach, use .data, or go through numpy?")
+    loss.backward()
+    grads = {}
+    for name in ("query", "key", "value"):
+        if inputs[name].grad is None:
+            raise CheckFailure(f"no gradient reached {name}: keep every step in torch operations")
+        grads[f"grad_{name}"] = inputs[name].grad
+    return grads
+
+
+PROBES = {"forward": forward, "untouched": untouched, "gradients": gradients}
+
+# ---------------------------------------------------------------- the public cases (10 points)
+CASES = [
+    Case("values, no mask", 1.0, "forward", lambda s: plain(s), seed=201,
+         about="batch of 2, seq_q 5, seq_k 6, d_k 8, d_v 4"),
+    Case("values with heads, no mask", 1.0, "forward", lambda s: plain(s, lead=(2, 3), seq_q=4, seq_k=4, d_k=16, d_v=16), seed=202,
+         about="(batch, heads) leading dims"),
+    Case("large d_k keeps softmax soft", 0.5, "forward", lambda s: plain(s, lead=(1,), seq_q=3, seq_k=7, d_k=64, d_v=8), seed=203,
+         about="d_k 64, where a missing scale saturates the softmax"),
+    Case("padding mask (batch, 1, 1, seq_k)", 1.5, "forward", lambda s: with_padding(s), seed=204,
+         about="broadcast padding mask; True = may attend"),
+    Case("causal mask (seq, seq)", 1.5, "forward", lambda s: with_causal(s), seed=205,
+         about="a 2-D mask broadcast over batch and heads"),
+    Case("fully masked row stays finite", 1.5, "forward", lambda s: with_empty_rows(s), seed=206,
+         about="rows with no allowed key must not be NaN", ignore=fully_masked_rows),
+    Case("float64 in, float64 out", 1.0, "forward", lambda s: plain(s, dtype=torch.float64), seed=207,
+         about="the dtype of the inputs is kept", rtol=1e-7, atol=1e-9),
+    Case("gradients reach query, key and value", 1.0, "gradients", lambda s: with_padding(s), seed=208,
+         about="backward through the whole computation"),
+    Case("inputs not modified in place", 1.0, "untouched", lambda s: with_padding(s), seed=209,
+         about="query, key, value and mask unchanged after the call",
+         hint="Your function changed one of its inputs in place (an in-place op such as /=, masked_fill_ "
+              "or softmax_ on an input): compute on new tensors."),
+]
+
+# ---------------------------------------------------------------- known mistakes and their messages
+MISTAKES = {
+    "no_scale": "The scores are not divided by √d_k: the softmax is too peaked. Scale Q Kᵀ by 1/math.sqrt(d_k).",
+    "scale_by_d_k": "The scores are divided by d_k instead of √d_k.",
+    "scale_by_d_v": "The scores are scaled with the width of value (d_v); the scale is √d_k, the width of query and key.",
+    "softmax_wrong_axis": "Softmax over the wrong axis: each row of weights (one query over all keys) must sum to 1, so take the softmax over the last axis (dim=-1).",
+    "inverted_mask": "The mask is inverted: True means *may attend*. Fill the scores where the mask is False (~mask).",
+    "mask_ignored": "The mask is ignored: masked keys still receive weight.",
+    "zero_fill": "Masked scores are set to 0, which still gives masked keys weight after the softmax; fill them with a very negative number such as torch.finfo(scores.dtype).min.",
+    "neg_inf_fill": "Masked scores are filled with -inf, so a fully masked row becomes NaN (softmax of all -inf). Fill with torch.finfo(scores.dtype).min, which is finite.",
+    "returns_scores": "The second value returned holds the scores before the softmax; return the attention weights (after the softmax).",
+    "mask_after_softmax": "The mask is applied after the softmax: the weights of a row no longer sum to 1. Mask the scores, then take the softmax.",
+    "inplace_scale": "The input query is modified in place (e.g. query /= math.sqrt(d_k) or query.div_()); compute on new tensors.",
+}
