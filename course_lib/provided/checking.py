@@ -138,6 +138,12 @@ def _describe_exception(exc: BaseException) -> str:
         return f"not implemented yet: {exc}" if str(exc) else "not implemented yet"
     if isinstance(exc, CheckFailure):
         return str(exc)
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").startswith("course_lib."):
+        return f"{exc.name.replace('.', '/')}.py is missing: restore it (git checkout) and implement it"
+    if isinstance(exc, SyntaxError):
+        return f"cannot import {Path(exc.filename or '?').name}: SyntaxError at line {exc.lineno}: {exc.msg}"
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r}) (or exit()): a library function must return, not exit"
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "course_lib" in f.filename
               and "provided" not in f.filename]
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno}: {frames[-1].line})" if frames else ""
