@@ -1,0 +1,149 @@
+"""The grading child: runs *inside* the sandbox, calls the learner's code, writes outputs as plain data.
+
+Copied into each sandbox as ``_grader_child.py`` and started as ``python -I -S _grader_child.py START``.
+It imports nothing from the grader: only the standard library, torch, the instructor's
+``course_lib.provided`` and the chapter spec copied beside it. It never sees expected values.
+
+For each case from START on it loads that case's inputs (``inputs.pt``, weights_only), runs the probe
+and writes ``out/NNN.pt``: {"kind": "outputs", "outputs": {key: tensor | {"not_tensor": type name}}}
+or {"kind": "exception", "message": str}. The parent treats a missing or unreadable file as a failure.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+BOX = os.path.dirname(os.path.abspath(__file__))
+MAX_MESSAGE = 600
+
+
+class _CappedStream:
+    """stdout/stderr replacement: keeps writing to the captured file until ``cap`` bytes, then drops."""
+
+    def __init__(self, fd: int, cap: int) -> None:
+        self.fd, self.cap, self.written = fd, cap, 0
+        self.encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        data = str(text).encode("utf-8", "replace")
+        room = self.cap - self.written
+        if room > 0:
+            try:
+                os.write(self.fd, data[:room])
+            except OSError:
+                pass
+        self.written += len(data)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self.fd
+
+
+def _audit(allowed_roots: list[str]):
+    """rlimits fallback only: refuse sockets, new processes and files outside the allowed roots."""
+    roots = tuple(os.path.realpath(r) + os.sep for r in allowed_roots) + ("/dev/null", "/proc/self/")
+    refused = {"socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
+               "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
+               "os.forkpty", "pty.spawn", "ctypes.dlopen", "ctypes.dlsym", "ctypes.cdata"}
+
+    paths_checked = {"open", "os.remove", "os.rmdir", "os.rename", "os.replace", "shutil.rmtree", "os.chmod",
+                     "os.chown", "os.link", "os.symlink", "os.truncate", "os.mkdir", "os.utime"}
+
+    def hook(event: str, args: tuple) -> None:
+        if event in refused:
+            raise PermissionError(f"{event} is not allowed while grading")
+        if event in paths_checked and args and isinstance(args[0], (str, bytes, os.PathLike)):
+            path = os.path.realpath(os.fsdecode(args[0]))
+            if not (path + os.sep).startswith(roots) and not path.startswith(roots):
+                raise PermissionError(f"opening {path} is not allowed while grading")
+    return hook
+
+
+def main() -> int:
+    start = int(sys.argv[1])
+    with open(os.path.join(BOX, "job.json"), encoding="utf-8") as fh:
+        job = json.load(fh)
+    sys.path[:0] = [BOX, job["site_packages"]]
+    sys.stdout = _CappedStream(1, job["output_cap"])
+    sys.stderr = _CappedStream(2, job["output_cap"])
+
+    import importlib.util
+    import traceback
+
+    import torch
+
+    from course_lib.provided import checking  # the instructor's copy, in the sandbox
+    from course_lib.provided.loader import Impl
+
+    here = os.path.realpath(os.path.dirname(__import__("course_lib").__file__))
+    if here != os.path.realpath(os.path.join(BOX, "course_lib")):
+        print(f"course_lib came from {here}, not from the sandbox", file=sys.__stderr__)
+        return 3
+
+    spec_path = os.path.join(BOX, job["spec"])
+    module_spec = importlib.util.spec_from_file_location(f"course_spec_ch{job['chapter']}", spec_path)
+    spec = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_spec.name] = spec
+    module_spec.loader.exec_module(spec)
+    all_inputs = torch.load(os.path.join(BOX, "inputs.pt"), weights_only=True)
+    out_dir = os.path.join(BOX, "out")
+    impl = Impl("course_lib", "learner")
+    describe = checking._describe_exception
+    run_probe = checking.run_probe
+    probes = dict(spec.PROBES)
+    save = torch.save
+
+    if job.get("audit"):
+        sys.addaudithook(_audit([BOX, job["python_prefix"], job["site_packages"]]))
+
+    class _Case:  # run_probe needs only .probe
+        def __init__(self, probe: str) -> None:
+            self.probe = probe
+
+    for item in job["cases"]:
+        index = item["index"]
+        if index < start:
+            continue
+        try:
+            actual = run_probe(probes, _Case(item["probe"]), impl, all_inputs[index])
+        except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from learner code too
+            actual = exc
+        if isinstance(actual, BaseException):
+            try:
+                message = describe(actual)
+            except BaseException:  # noqa: BLE001
+                message = f"raised {type(actual).__name__}"
+            record = {"kind": "exception", "message": str(message)[:MAX_MESSAGE]}
+        elif isinstance(actual, dict):
+            outputs = {}
+            for key, value in actual.items():
+                key = str(key)[:100]
+                if type(value) is torch.Tensor:
+                    try:
+                        outputs[key] = value.detach().to("cpu").clone().contiguous()
+                    except BaseException as exc:  # noqa: BLE001
+                        outputs[key] = {"not_tensor": f"Tensor that cannot be copied ({type(exc).__name__})"}
+                elif isinstance(value, torch.Tensor):
+                    outputs[key] = {"not_tensor": f"{type(value).__name__} (a Tensor subclass)"}
+                else:
+                    outputs[key] = {"not_tensor": type(value).__name__}
+            record = {"kind": "outputs", "outputs": outputs}
+        else:
+            record = {"kind": "not_dict", "type": type(actual).__name__}
+        tmp = os.path.join(out_dir, f".{index:03d}.tmp")
+        save(record, tmp)
+        os.replace(tmp, os.path.join(out_dir, f"{index:03d}.pt"))
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)  # skip interpreter shutdown: learner atexit handlers and threads do not run

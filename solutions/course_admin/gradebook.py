@@ -1,0 +1,122 @@
+"""The class grade table: SQLite, written only by the grading parent, one transaction per learner.
+
+Tables
+  grades(learner, chapter, kind, component, seq, points, max_points, status, message, isolation)
+      one row per learner x component: a course_lib case ("values, no mask", "hidden case 3") or a
+      notebook cell; kind is "course_lib" or "notebook". No timestamps, so two runs compare equal.
+  learners(learner, fingerprint, source, run_id, finished_at)
+      a learner listed here with the same fingerprint is finished: a re-run skips them.
+  feedback(learner, chapter, name, content)
+      notebook feedback HTML from nbgrader, exported next to the Markdown feedback.
+
+A kill at any moment loses at most the learner being written: SQLite rolls the transaction back.
+"""
+from __future__ import annotations
+
+import csv
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+COLUMNS = ["learner", "chapter", "kind", "component", "points", "max_points", "status", "message", "isolation"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS grades (
+    learner TEXT NOT NULL, chapter TEXT NOT NULL, kind TEXT NOT NULL, component TEXT NOT NULL,
+    seq INTEGER NOT NULL, points REAL NOT NULL, max_points REAL NOT NULL, status TEXT NOT NULL,
+    message TEXT NOT NULL, isolation TEXT NOT NULL,
+    PRIMARY KEY (learner, chapter, kind, component));
+CREATE TABLE IF NOT EXISTS learners (
+    learner TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, source TEXT NOT NULL, run_id TEXT NOT NULL,
+    finished_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS feedback (
+    learner TEXT NOT NULL, chapter TEXT NOT NULL, name TEXT NOT NULL, content TEXT NOT NULL,
+    PRIMARY KEY (learner, chapter, name));
+"""
+
+
+class Gradebook:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def finished(self) -> dict[str, str]:
+        """{learner: fingerprint} of the learners already graded."""
+        return dict(self.db.execute("SELECT learner, fingerprint FROM learners"))
+
+    def run_ids(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT learner, run_id FROM learners"))
+
+    def commit_learner(self, learner: str, fingerprint: str, source: str, run_id: str,
+                       rows: Iterable[dict[str, Any]], feedback: Iterable[tuple[str, str, str]] = ()) -> None:
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM grades WHERE learner = ?", (learner,))
+            db.execute("DELETE FROM feedback WHERE learner = ?", (learner,))
+            for seq, row in enumerate(rows):
+                db.execute("INSERT INTO grades VALUES (?,?,?,?,?,?,?,?,?,?)",
+                           (learner, row["chapter"], row["kind"], row["component"], seq,
+                            float(row["points"]), float(row["max_points"]), row["status"],
+                            row["message"], row["isolation"]))
+            for chapter, name, content in feedback:
+                db.execute("INSERT OR REPLACE INTO feedback VALUES (?,?,?,?)", (learner, chapter, name, content))
+            db.execute("INSERT OR REPLACE INTO learners VALUES (?,?,?,?,?)",
+                       (learner, fingerprint, source, run_id, time.time()))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def rows(self, learner: str | None = None) -> list[dict[str, Any]]:
+        query = f"SELECT {', '.join(COLUMNS)} FROM grades"
+        args: tuple = ()
+        if learner is not None:
+            query += " WHERE learner = ?"
+            args = (learner,)
+        query += " ORDER BY learner, chapter, CASE kind WHEN 'course_lib' THEN 0 ELSE 1 END, seq"
+        return [dict(zip(COLUMNS, r)) for r in self.db.execute(query, args)]
+
+    def learners(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT learner FROM learners ORDER BY learner")]
+
+    def feedback_files(self, learner: str) -> list[tuple[str, str, str]]:
+        return list(self.db.execute("SELECT chapter, name, content FROM feedback WHERE learner = ? "
+                                    "ORDER BY chapter, name", (learner,)))
+
+    def export_csv(self, path: Path) -> None:
+        tmp = path.with_suffix(".csv.tmp")
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(COLUMNS)
+            for row in self.rows():
+                writer.writerow([_fmt(row[c]) for c in COLUMNS])
+        tmp.replace(path)
+
+    def export_totals(self, path: Path) -> None:
+        totals: dict[tuple[str, str, str], list[float]] = {}
+        for row in self.rows():
+            t = totals.setdefault((row["learner"], row["chapter"], row["kind"]), [0.0, 0.0])
+            t[0] += row["points"]
+            t[1] += row["max_points"]
+        tmp = path.with_suffix(".csv.tmp")
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(["learner", "chapter", "kind", "points", "max_points"])
+            for (learner, chapter, kind), (p, m) in sorted(totals.items()):
+                writer.writerow([learner, chapter, kind, _fmt(p), _fmt(m)])
+        tmp.replace(path)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

@@ -1,0 +1,261 @@
+"""Find submissions (zips, folders, folders of those), name their learner, fingerprint them, read files safely.
+
+A submission (what `course submit` writes, or a folder collected by nbgrader) holds
+    manifest.json            learner, chapter, created, sha256 of each file, versions
+    course_lib/<module>.py   the learner's files
+    chNN_<name>.ipynb        the chapter's notebook
+either at its root, under one top folder (a zip of a folder), or under ``course_submission/``
+(the layout `course submit --into` leaves beside the notebook in an nbgrader assignment folder).
+
+Nothing here imports or runs learner code. Symlinks, absolute or ``..`` paths and oversized members
+are refused: a submission can only supply bytes, never point at another file on this machine.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+MAX_FILE_BYTES = 2 * 1024**2
+MAX_NOTEBOOK_BYTES = 20 * 1024**2
+MAX_MEMBERS = 2000
+LEARNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
+
+
+class SubmissionError(Exception):
+    """A submission that cannot be graded; the message goes into the learner's grade rows."""
+
+
+@dataclass
+class Submission:
+    learner: str
+    path: Path
+    fingerprint: str = ""
+    error: str | None = None
+    manifest: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _id_from_name(name: str) -> str:
+    stem = name[:-4] if name.lower().endswith(".zip") else name
+    stem = re.sub(r"[_-]ch\d{1,2}$", "", stem)
+    clean = re.sub(r"[^A-Za-z0-9._@+-]", "_", stem).lstrip("._-+@") or "unnamed"
+    return clean[:64]
+
+
+def _looks_like_submission(d: Path) -> bool:
+    return any((d / n).exists() for n in ("manifest.json", "course_lib", "course_submission")) or \
+        any(p.suffix == ".ipynb" for p in d.iterdir() if p.is_file())
+
+
+def discover(paths: list[str | Path]) -> list[Submission]:
+    """Every submission named by ``paths`` (sorted by path); bad ones carry ``error``, none is dropped."""
+    found: list[Submission] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists() and not p.is_symlink():
+            found.append(Submission(_id_from_name(p.name), p, error=f"no such file or folder: {p}"))
+        elif p.is_file() or p.is_symlink():
+            found.append(Submission(_id_from_name(p.name), p))
+        elif _looks_like_submission(p):
+            found.append(Submission(_id_from_name(p.name), p))
+        else:  # a folder of submissions; nbgrader's submitted/<learner>/<assignment>/ also works
+            for child in sorted(p.iterdir()):
+                if child.is_dir() and not child.is_symlink():
+                    if _looks_like_submission(child):
+                        found.append(Submission(_id_from_name(child.name), child))
+                    else:
+                        inner = [c for c in sorted(child.iterdir()) if c.is_dir() and _looks_like_submission(c)]
+                        if len(inner) == 1:
+                            found.append(Submission(_id_from_name(child.name), inner[0]))
+                        else:
+                            found.append(Submission(_id_from_name(child.name), child,
+                                                    error="no submission in this folder (no manifest.json, "
+                                                          "course_lib/ or notebook)"))
+                elif child.suffix.lower() == ".zip":
+                    found.append(Submission(_id_from_name(child.name), child))
+    found.sort(key=lambda s: str(s.path))
+    for sub in found:
+        if sub.error is None:
+            _inspect(sub)
+    _dedupe(found)
+    return found
+
+
+def _dedupe(subs: list[Submission]) -> None:
+    seen: dict[str, Submission] = {}
+    for sub in subs:
+        if sub.learner in seen:
+            first = seen[sub.learner]
+            n = 2
+            while f"{sub.learner}~{n}" in seen:
+                n += 1
+            original = sub.learner
+            sub.learner = f"{original}~{n}"
+            sub.error = sub.error or (f"learner id {original!r} is also used by {first.path}; "
+                                      "graded only once, fix the id and grade again")
+        seen[sub.learner] = sub
+
+
+# ---------------------------------------------------------------- reading files from a zip or a folder
+class Reader:
+    """Read-only access to one submission's files by relative POSIX path (root located as above)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.zip: zipfile.ZipFile | None = None
+        self.members: dict[str, zipfile.ZipInfo] = {}
+        if path.is_symlink():
+            raise SubmissionError("the submission is a symbolic link")
+        if path.is_file():
+            try:
+                self.zip = zipfile.ZipFile(path)
+                infos = self.zip.infolist()
+            except (zipfile.BadZipFile, OSError, ValueError) as exc:
+                raise SubmissionError(f"unreadable zip file ({type(exc).__name__}: {exc})") from None
+            if len(infos) > MAX_MEMBERS:
+                raise SubmissionError(f"the zip has {len(infos)} entries, more than {MAX_MEMBERS}")
+            for info in infos:
+                name = info.filename
+                pure = PurePosixPath(name)
+                if info.is_dir():
+                    continue
+                if name.startswith("/") or ".." in pure.parts or "\\" in name:
+                    raise SubmissionError(f"the zip holds an unsafe path: {name!r}")
+                mode = info.external_attr >> 16
+                if stat.S_ISLNK(mode):
+                    continue  # symlinks are never followed nor extracted
+                self.members[str(pure)] = info
+            names = list(self.members)
+        elif path.is_dir():
+            names = []
+            for root, dirs, files in os.walk(path, followlinks=False):
+                dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+                for f in files:
+                    full = os.path.join(root, f)
+                    names.append(os.path.relpath(full, path).replace(os.sep, "/"))
+                if len(names) > MAX_MEMBERS:
+                    raise SubmissionError(f"the folder has more than {MAX_MEMBERS} files")
+        else:
+            raise SubmissionError("not a zip file or a folder")
+        self.names = sorted(names)
+        self.base = self._find_base()
+
+    def _find_base(self) -> str:
+        names = self.names
+        for candidate in ("", "course_submission/"):
+            if candidate + "manifest.json" in names or any(n.startswith(candidate + "course_lib/") for n in names):
+                return candidate
+        tops = {n.split("/", 1)[0] for n in names if "/" in n}
+        if len(tops) == 1 and all("/" in n for n in names):  # a zip of one folder
+            top = tops.pop() + "/"
+            for candidate in (top, top + "course_submission/"):
+                if candidate + "manifest.json" in names or any(n.startswith(candidate + "course_lib/") for n in names):
+                    return candidate
+            return top
+        return ""
+
+    def exists(self, rel: str) -> bool:
+        return rel in self.names
+
+    def read(self, rel: str, limit: int = MAX_FILE_BYTES) -> bytes:
+        if rel not in self.names:
+            raise FileNotFoundError(rel)
+        if self.zip is not None:
+            info = self.members[rel]
+            if info.file_size > limit:
+                raise SubmissionError(f"{rel} is {info.file_size} bytes, more than the {limit} allowed")
+            with self.zip.open(info) as fh:
+                data = fh.read(limit + 1)
+        else:
+            full = self.path / rel
+            st = os.lstat(full)
+            if not stat.S_ISREG(st.st_mode):
+                raise SubmissionError(f"{rel} is not a regular file")
+            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise SubmissionError(f"{rel} is more than the {limit} bytes allowed")
+        return data
+
+    def notebooks(self, chapter: str) -> list[str]:
+        """Notebooks for chapter NN (chNN_*.ipynb) in the submission's base folder or the one above it."""
+        dirs = {self.base}
+        if self.base.endswith("course_submission/"):
+            dirs.add(self.base[: -len("course_submission/")])
+        out = []
+        for n in self.names:
+            head, _, name = n.rpartition("/")
+            if (head + "/" if head else "") in dirs and re.fullmatch(rf"ch{chapter}[_-].*\.ipynb", name):
+                out.append(n)
+        return sorted(out)
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        if self.zip is not None:
+            with open(self.path, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+            return "zip:" + h.hexdigest()
+        for rel in self.names:
+            full = self.path / rel
+            h.update(rel.encode() + b"\0")
+            try:
+                st = os.lstat(full)
+                if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_NOTEBOOK_BYTES:
+                    with open(full, "rb") as fh:
+                        h.update(hashlib.sha256(fh.read()).digest())
+                else:
+                    h.update(f"{stat.S_IFMT(st.st_mode)}:{st.st_size}".encode())
+            except OSError:
+                h.update(b"?")
+        return "dir:" + h.hexdigest()
+
+
+def read_manifest(reader: Reader) -> dict:
+    rel = reader.base + "manifest.json"
+    if not reader.exists(rel):
+        return {}
+    try:
+        data = json.loads(reader.read(rel, 256 * 1024).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SubmissionError(f"bad manifest.json: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise SubmissionError("bad manifest.json: expected a JSON object")
+    learner = data.get("learner")
+    if learner is not None and (not isinstance(learner, str) or not LEARNER_RE.fullmatch(learner)):
+        raise SubmissionError(f"bad manifest.json: learner id {str(learner)[:80]!r} is not a plain id "
+                              "(letters, digits, . _ @ + -, at most 64)")
+    return data
+
+
+def _inspect(sub: Submission) -> None:
+    try:
+        reader = Reader(sub.path)
+        sub.fingerprint = reader.fingerprint()
+        sub.manifest = read_manifest(reader)
+    except SubmissionError as exc:
+        sub.error = str(exc)
+        return
+    except OSError as exc:
+        sub.error = f"cannot read the submission ({type(exc).__name__}: {exc})"
+        return
+    if sub.manifest.get("learner"):
+        sub.learner = sub.manifest["learner"]
+    files = sub.manifest.get("files")
+    if isinstance(files, dict):
+        for rel, digest in sorted(files.items()):
+            full = reader.base + str(rel)
+            try:
+                actual = hashlib.sha256(reader.read(full, MAX_NOTEBOOK_BYTES)).hexdigest()
+            except (FileNotFoundError, SubmissionError, OSError):
+                sub.warnings.append(f"{rel} is listed in manifest.json but missing or unreadable")
+                continue
+            if actual != digest:
+                sub.warnings.append(f"{rel} changed after `course submit` (its sha256 differs from the manifest)")

@@ -1,0 +1,29 @@
+"""Hidden cases of chapter 02: the spec's own input makers on other seeds and shapes.
+
+Learners never receive this file; the grader adds these cases after the public ones and reports them
+only as "hidden case N" with a redacted message (no inputs, shapes or values).
+"""
+from __future__ import annotations
+
+import torch
+
+from course_lib.provided.chapters import load_spec
+from course_lib.provided.checking import Case
+
+_spec = load_spec("02")
+plain, with_padding, with_causal, with_empty_rows = (_spec.plain, _spec.with_padding, _spec.with_causal,
+                                                      _spec.with_empty_rows)
+
+CASES = [
+    Case("h-plain-long", 1.0, "forward", lambda s: plain(s, lead=(3,), seq_q=9, seq_k=11, d_k=32, d_v=5), seed=9301),
+    Case("h-heads-wide", 1.0, "forward", lambda s: plain(s, lead=(2, 4), seq_q=7, seq_k=3, d_k=24, d_v=12), seed=9302),
+    Case("h-padding", 1.0, "forward", lambda s: with_padding(s, batch=5, heads=3, seq=9, d_k=16, d_v=8), seed=9303),
+    Case("h-causal", 1.0, "forward", lambda s: with_causal(s, batch=3, heads=2, seq=8, d_k=32, d_v=4), seed=9304),
+    Case("h-empty-rows", 1.0, "forward", lambda s: with_empty_rows(s, batch=2, seq_q=6, seq_k=7, d_k=16, d_v=3),
+         seed=9305, ignore=_spec.fully_masked_rows),
+    Case("h-float64-heads", 1.0, "forward",
+         lambda s: plain(s, lead=(2, 2), seq_q=5, seq_k=5, d_k=40, d_v=6, dtype=torch.float64), seed=9306,
+         rtol=1e-7, atol=1e-9),
+    Case("h-gradients-causal", 1.0, "gradients", lambda s: with_causal(s, batch=2, heads=2, seq=6, d_k=16, d_v=8),
+         seed=9307),
+]
