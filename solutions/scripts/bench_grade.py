@@ -1,6 +1,6 @@
 """Benchmark `course grade`: N synthetic submissions (correct and wrong mixed), --jobs 2 by default.
 
-    .venv/bin/python scripts/bench_grade.py [-n 20] [--jobs 2] [--notebooks]
+    .venv/bin/python solutions/scripts/bench_grade.py [-n 20] [--jobs 2] [--notebooks]
 
 Prints seconds per learner and the projected time for a class of 200 on this machine
 (goal: under 15 minutes with --jobs 2). course_lib only unless --notebooks (then each submission also
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 REFERENCE = (REPO / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
 SCALE = "scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)"
 VARIANTS = {
