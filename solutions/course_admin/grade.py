@@ -428,7 +428,8 @@ def feedback_markdown(learner: str, rows: list[dict], mistake_names: dict[str, d
                 for r in problems:
                     groups.setdefault(r["message"], []).append(r["component"])
                 for message, components in groups.items():
-                    lines.append(f"- **{_md(', '.join(components))}**: {_md(message)}")
+                    checks = "; ".join(f"*{_md(c)}*" for c in components)
+                    lines.append(f"- {_md(message)}  \n  ({len(components)} check(s): {checks})")
                 lines.append("")
         named = sorted({text for r in rs for name, text in mistake_names.get(number, {}).items()
                         if r["status"] == "fail" and text in r["message"]})
