@@ -40,6 +40,7 @@ from course_lib.provided.loader import REPO_ROOT
 
 from . import sandbox
 from .gradebook import Gradebook
+from .manual import read_manual_scores
 from .submissions import Reader, Submission, SubmissionError, discover
 
 HERE = Path(__file__).resolve().parent
@@ -473,6 +474,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isolation", choices=["auto", "bwrap", "rlimits"], default="auto")
     parser.add_argument("--no-notebooks", action="store_true", help="grade course_lib only")
     parser.add_argument("--regrade", action="store_true", help="grade finished learners again")
+    parser.add_argument("--manual", type=Path, metavar="NBGRADER_DB",
+                        help="merge the written answers graded by hand in formgrader from this nbgrader "
+                             "gradebook (e.g. grades/gradebook.db); run again after grading more")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
 
@@ -488,6 +492,14 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     book = Gradebook(out / "gradebook.sqlite")
+    if args.manual is not None:
+        try:
+            scores = read_manual_scores(args.manual)
+        except Exception as exc:  # noqa: BLE001 - a bad gradebook is the instructor's to fix, said plainly
+            parser.error(f"--manual {args.manual}: {exc}")
+        book.set_manual(scores)
+        if not args.quiet:
+            print(f"course grade: {len(scores)} written answer(s) graded by hand, from {args.manual}")
     subs = discover(args.submissions)
     config = grader_fingerprint(numbers)
     for sub in subs:

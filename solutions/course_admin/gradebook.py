@@ -8,6 +8,9 @@ Tables
       a learner listed here with the same fingerprint is finished: a re-run skips them.
   feedback(learner, chapter, name, content)
       notebook feedback HTML from nbgrader, exported next to the Markdown feedback.
+  manual(learner, chapter, component, points, max_points)
+      written answers graded by hand in formgrader (`course grade --manual`); they replace the
+      "needs manual grading" rows of the same learner, chapter and cell when the table is read.
 
 A kill at any moment loses at most the learner being written: SQLite rolls the transaction back.
 """
@@ -33,7 +36,11 @@ CREATE TABLE IF NOT EXISTS learners (
 CREATE TABLE IF NOT EXISTS feedback (
     learner TEXT NOT NULL, chapter TEXT NOT NULL, name TEXT NOT NULL, content TEXT NOT NULL,
     PRIMARY KEY (learner, chapter, name));
+CREATE TABLE IF NOT EXISTS manual (
+    learner TEXT NOT NULL, chapter TEXT NOT NULL, component TEXT NOT NULL, points REAL NOT NULL,
+    max_points REAL NOT NULL, PRIMARY KEY (learner, chapter, component));
 """
+MANUAL = "needs manual grading"
 
 
 class Gradebook:
@@ -76,13 +83,32 @@ class Gradebook:
             db.execute("ROLLBACK")
             raise
 
+    def set_manual(self, scores: Iterable[tuple[str, str, str, float, float]]) -> None:
+        """Replace the hand-given scores with those formgrader holds now (one transaction)."""
+        db = self.db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.execute("DELETE FROM manual")
+            db.executemany("INSERT OR REPLACE INTO manual VALUES (?,?,?,?,?)", list(scores))
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
     def rows(self, learner: str | None = None) -> list[dict[str, Any]]:
-        query = f"SELECT {', '.join(COLUMNS)} FROM grades"
+        """The table, with written answers graded by hand in place of their "needs manual grading" rows."""
+        by_hand = f"m.points IS NOT NULL AND g.status = '{MANUAL}'"
+        query = (f"SELECT g.learner, g.chapter, g.kind, g.component, "
+                 f"CASE WHEN {by_hand} THEN MIN(m.points, g.max_points) ELSE g.points END, g.max_points, "
+                 f"CASE WHEN {by_hand} THEN 'graded by hand' ELSE g.status END, "
+                 f"CASE WHEN {by_hand} THEN 'graded by hand in formgrader' ELSE g.message END, g.isolation "
+                 "FROM grades g LEFT JOIN manual m ON g.learner = m.learner AND g.chapter = m.chapter "
+                 "AND g.component = m.component AND g.kind = 'notebook'")
         args: tuple = ()
         if learner is not None:
-            query += " WHERE learner = ?"
+            query += " WHERE g.learner = ?"
             args = (learner,)
-        query += " ORDER BY learner, chapter, CASE kind WHEN 'course_lib' THEN 0 ELSE 1 END, seq"
+        query += " ORDER BY g.learner, g.chapter, CASE g.kind WHEN 'course_lib' THEN 0 ELSE 1 END, g.seq"
         return [dict(zip(COLUMNS, r)) for r in self.db.execute(query, args)]
 
     def learners(self) -> list[str]:

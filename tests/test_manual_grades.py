@@ -1,0 +1,94 @@
+"""Written answers graded by hand in formgrader reach `course grade`'s one table (`--manual`).
+
+A learner's notebook is autograded (its written answer stays "needs manual grading", 0 points); an
+nbgrader gradebook is then given a hand score the way formgrader stores one; the same command with
+`--manual` replaces that row, and only that row, and the totals follow.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_lib.provided.loader import REPO_ROOT
+
+REFERENCE = (REPO_ROOT / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
+RELEASED = REPO_ROOT / "exercises" / "ch02_attention" / "ch02_attention.ipynb"
+ANSWER = "answer-sqrt-dk"
+
+
+def _submission(folder: Path, learner: str) -> None:
+    (folder / "course_lib").mkdir(parents=True)
+    (folder / "course_lib" / "attention.py").write_text(REFERENCE, encoding="utf-8")
+    (folder / "manifest.json").write_text(json.dumps({"learner": learner, "chapter": "02"}))
+    nb = nbformat.read(RELEASED, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == ANSWER:
+            cell.source = "q·k sums d_k terms of variance 1, so its variance is d_k; dividing keeps it 1."
+    nbformat.write(nb, folder / RELEASED.name)
+
+
+def _grade(subs: Path, out: Path, *extra: str) -> list[dict[str, str]]:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out", str(out),
+                           "--quiet", *extra], cwd=REPO_ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(out / "grades.csv", newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _formgrader_scores(db: Path, scores: dict[tuple[str, str], float | None]) -> None:
+    """Store hand scores as formgrader does: manual_score set, needs_manual_grade cleared."""
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{db}") as gb:
+        gb.add_assignment("ch02_attention")
+        gb.add_notebook("ch02_attention", "ch02_attention")
+        gb.add_grade_cell(ANSWER, "ch02_attention", "ch02_attention", max_score=2, cell_type="markdown")
+        for learner in sorted({learner for learner, _ in scores}):
+            gb.add_student(learner)
+            gb.add_submission("ch02_attention", learner)
+        for (learner, cell), score in scores.items():
+            grade = gb.find_grade(cell, "ch02_attention", "ch02_attention", learner)
+            if score is not None:
+                grade.manual_score = score
+                grade.needs_manual_grade = False
+        gb.db.commit()
+
+
+@pytest.mark.skipif(not RELEASED.is_file(), reason="the chapter 02 exercise has not been released")
+def test_hand_scores_replace_only_their_rows(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    for learner in ("alice", "bob"):
+        _submission(subs / learner, learner)
+    before = _grade(subs, tmp_path / "out")
+    waiting = [r for r in before if r["component"] == ANSWER]
+    assert [(r["learner"], r["status"], r["points"]) for r in waiting] == [
+        ("alice", "needs manual grading", "0"), ("bob", "needs manual grading", "0")]
+
+    db = tmp_path / "gradebook.db"
+    # alice graded by hand; bob not yet; carol has no submission in this batch (ignored)
+    _formgrader_scores(db, {("alice", ANSWER): 1.5, ("bob", ANSWER): None, ("carol", ANSWER): 2.0})
+    after = _grade(subs, tmp_path / "out", "--manual", str(db))
+
+    changed = [(b, a) for b, a in zip(before, after) if b != a]
+    assert len(after) == len(before) and len(changed) == 1, changed
+    row = changed[0][1]
+    assert (row["learner"], row["component"], row["points"], row["status"]) == ("alice", ANSWER, "1.5", "graded by hand")
+    with open(tmp_path / "out" / "totals.csv", newline="", encoding="utf-8") as fh:
+        totals = {(t["learner"], t["kind"]): float(t["points"]) for t in csv.DictReader(fh)}
+    assert totals[("alice", "notebook")] == totals[("bob", "notebook")] + 1.5
+
+
+def test_a_missing_gradebook_is_a_clear_error(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(tmp_path), "--out",
+                           str(tmp_path / "out"), "--manual", str(tmp_path / "nope.db")],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "no nbgrader gradebook" in proc.stderr
