@@ -1,9 +1,7 @@
 """Find a chapter's checks by its number: spec in tests/specs/chNN.py, references in tests/reference/chNN.pt."""
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -11,7 +9,7 @@ from typing import Any
 import torch
 
 from .checking import Result, judge, run_probe
-from .loader import REPO_ROOT
+from .loader import REPO_ROOT, load_file
 
 SPEC_DIR = REPO_ROOT / "tests" / "specs"
 REFERENCE_DIR = REPO_ROOT / "tests" / "reference"
@@ -37,14 +35,7 @@ def normalise(chapter: str | int) -> str:
 
 def load_spec(chapter: str | int) -> ModuleType:
     number = normalise(chapter)
-    name = f"course_spec_ch{number}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SPEC_DIR / f"ch{number}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return load_file(f"course_spec_ch{number}", SPEC_DIR / f"ch{number}.py")
 
 
 def reference_path(chapter: str | int) -> Path:

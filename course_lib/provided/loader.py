@@ -62,6 +62,21 @@ class PatchedImpl:
         return namespace
 
 
+def load_file(name: str, path: Path) -> ModuleType:
+    """Import the Python file ``path`` as module ``name`` once (a chapter spec, hidden cases, variants)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return sys.modules[name]
+
+
 def _load_reference() -> None:
     if REFERENCE_PACKAGE in sys.modules:
         return

@@ -36,7 +36,7 @@ import torch
 
 from course_lib.provided import chapters as chapters_mod
 from course_lib.provided.checking import Case, CheckFailure, judge
-from course_lib.provided.loader import REPO_ROOT
+from course_lib.provided.loader import REPO_ROOT, load_file
 
 from . import sandbox
 from .gradebook import Gradebook
@@ -74,14 +74,7 @@ def hidden_cases(number: str) -> list[Case]:
     path = HIDDEN_DIR / f"ch{number}.py"
     if not path.is_file():
         return []
-    name = f"course_hidden_ch{number}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return list(sys.modules[name].CASES)
+    return list(load_file(f"course_hidden_ch{number}", path).CASES)
 
 
 _CHAPTERS: dict[str, Chapter] = {}

@@ -35,6 +35,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 TOKEN_VAR = "COURSE_SANDBOX_TOKEN"
@@ -162,19 +163,7 @@ class _Cgroup:
         return found
 
     def kill_all(self) -> int:
-        killed: set[int] = set()
-        for _ in range(200):
-            pids = self.pids()
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed.add(pid)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.01)
-        return len(killed)
+        return _kill_until_gone(self.pids, rounds=200, pause=0.01)
 
     def remove(self) -> None:
         for d in self.dirs:
@@ -200,10 +189,11 @@ def _token_pids(token: str) -> set[int]:
     return found
 
 
-def _kill_token(token: str) -> int:
-    killed = set()
-    for _ in range(50):
-        pids = _token_pids(token) - {os.getpid()}
+def _kill_until_gone(find: Callable[[], set[int]], rounds: int, pause: float) -> int:
+    """SIGKILL whatever ``find()`` returns until it returns nothing (a fork may race a round)."""
+    killed: set[int] = set()
+    for _ in range(rounds):
+        pids = find()
         if not pids:
             break
         for pid in pids:
@@ -212,8 +202,12 @@ def _kill_token(token: str) -> int:
                 killed.add(pid)
             except ProcessLookupError:
                 pass
-        time.sleep(0.02)
+        time.sleep(pause)
     return len(killed)
+
+
+def _kill_token(token: str) -> int:
+    return _kill_until_gone(lambda: _token_pids(token) - {os.getpid()}, rounds=50, pause=0.02)
 
 
 def _read_capped(path: Path, keep: int) -> tuple[str, int]:

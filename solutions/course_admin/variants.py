@@ -1,12 +1,10 @@
 """Load the known-wrong variants of a chapter (solutions/mistakes/chNN.py) as patched implementations."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
-from course_lib.provided.loader import REPO_ROOT, PatchedImpl, load_impl
+from course_lib.provided.loader import REPO_ROOT, PatchedImpl, load_file, load_impl
 
 MISTAKES_DIR = REPO_ROOT / "solutions" / "mistakes"
 
@@ -15,14 +13,7 @@ def _module(chapter: str) -> ModuleType | None:
     path = MISTAKES_DIR / f"ch{chapter}.py"
     if not path.is_file():
         return None
-    name = f"course_mistakes_ch{chapter}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return load_file(f"course_mistakes_ch{chapter}", path)
 
 
 def wrong_impls(chapter: str) -> dict[str, PatchedImpl]:
