@@ -1,19 +1,23 @@
-"""Shared pytest options: `pytest --impl learner` runs the public checks on your course_lib.
+"""Shared pytest options: which course_lib the public chapter checks run on.
 
-The project's own suite runs them on the reference (`--impl reference`, the default), so it is
-green on a clone of the instructor's repository; a learner runs `pytest --impl learner tests/test_ch02_attention.py`
-(or, nicer, `course check ch02`).
+    pytest --impl learner tests/test_ch02_attention.py     # your course_lib (what `course check` runs)
+    pytest --impl reference                                # the instructor's reference implementation
+
+The default is the reference where it exists (the instructor's repository, whose own suite must be
+green) and your course_lib everywhere else (a learner's tree, which has no solutions/).
 """
 from __future__ import annotations
 
 import pytest
 
-from course_lib.provided.loader import load_impl
+from course_lib.provided.loader import REFERENCE_DIR, load_impl
+
+DEFAULT_IMPL = "reference" if (REFERENCE_DIR / "__init__.py").is_file() else "learner"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--impl", choices=["reference", "learner"], default="reference",
-                     help="which course_lib the public chapter checks run on (default: reference)")
+    parser.addoption("--impl", choices=["reference", "learner"], default=DEFAULT_IMPL,
+                     help=f"which course_lib the public chapter checks run on (default here: {DEFAULT_IMPL})")
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """`course release`: learners' files are generated from solutions/, stay in sync, and leak nothing.
 
-Run with `.venv/bin/python -m pytest tests/test_release.py` (about 30 s: nbgrader and a kernel run).
+Run with `.venv/bin/python -m pytest solutions/tests/test_release.py` (about 30 s: nbgrader and a kernel run).
 """
 from __future__ import annotations
 

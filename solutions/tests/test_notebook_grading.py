@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "solutions"))
 
 from course_admin.notebooks import (  # noqa: E402
@@ -112,8 +112,8 @@ def release_of(source: Path) -> nbformat.NotebookNode:
 
 
 # The correct implementation is read from the reference, never copied: learners receive tests/, and
-# tests/test_release.py checks that no solution line appears outside solutions/.
-CORRECT = (Path(__file__).resolve().parents[1] / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
+# solutions/tests/test_release.py checks that no solution line appears outside solutions/.
+CORRECT = (Path(__file__).resolve().parents[2] / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
 assert " / math.sqrt(d_k)" in CORRECT and "    return output, weights\n" in CORRECT
 UNSCALED = CORRECT.replace(" / math.sqrt(d_k)", "")
 

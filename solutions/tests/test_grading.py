@@ -1,6 +1,6 @@
 """The class grader against planted submissions (issue 3): scores, isolation, resumability, determinism.
 
-One batch grades every planted learner (tests/planted.py) with --jobs 2 and short time limits; the tests
+One batch grades every planted learner (solutions/tests/planted.py) with --jobs 2 and short time limits; the tests
 then read its table. Needs the instructor's solutions/ (skipped in a learner's checkout). About 2-3 min.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import planted as plant  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grade.py").is_file(),
                                 reason="the grader ships only with the instructor's repository")
 TIMEOUT = 10

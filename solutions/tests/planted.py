@@ -1,4 +1,4 @@
-"""Planted submissions for tests/test_grading.py: each a learner who does one thing, with its expected scores.
+"""Planted submissions for solutions/tests/test_grading.py: each a learner who does one thing, with its expected scores.
 
 Everything is generated into a temporary folder at test time from the reference source, so that no
 conftest.py, sitecustomize.py or torch.py ever sits in the repository's tests/.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 REFERENCE = (REPO / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
 
 PUBLIC_POINTS = [1, 1, 0.5, 1.5, 1.5, 1.5, 1, 1, 1]
