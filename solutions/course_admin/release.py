@@ -339,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare the tree with what solutions/ generates; exit 1 if stale, write nothing")
     parser.add_argument("--root", type=Path, default=REPO_ROOT,
                         help="the repository to work on (default: this checkout)")
+    parser.add_argument("--learner-tree", type=Path, metavar="DIR",
+                        help="after releasing, copy what learners receive (everything but the instructor's "
+                             "files) into DIR, a new folder, ready to zip or push as the learners' repository")
     args = parser.parse_args(argv)
     layout = Layout(args.root.resolve())
     try:
@@ -364,7 +367,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {line}")
     changed = sum(not line.startswith("left alone") for line in changes)
     print(f"course release: {summary} generated, {changed or 'no'} change(s) to the tree")
+    if args.learner_tree is not None:
+        try:
+            files = export_learner_tree(layout.root, args.learner_tree)
+        except ReleaseError as err:
+            print(f"course release: {err}", file=sys.stderr)
+            return 2
+        print(f"course release: learner tree with {len(files)} file(s) in {args.learner_tree}")
     return 0
+
+
+# What learners never receive: the instructor's material, the project's own CI, and the book's sources
+# (the book executes the reference implementation; learners read the published book instead).
+INSTRUCTOR_ONLY = ("solutions/", ".ci/", "nbgrader_config.py", "book/", "_config.yml", "_toc.yml")
+
+
+def learner_files(root: Path) -> list[str]:
+    """Paths (relative, sorted) that learners receive: git's files outside INSTRUCTOR_ONLY."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                                cwd=root, capture_output=True, check=True).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError) as err:
+        raise ReleaseError(f"--learner-tree needs a git checkout at {root} ({err})") from err
+    return sorted(p for p in listed if p and not p.startswith(INSTRUCTOR_ONLY) and (root / p).is_file())
+
+
+def export_learner_tree(root: Path, dest: Path) -> list[str]:
+    """Copy the learner's files of ``root`` into the new folder ``dest``."""
+    if dest.exists() and any(dest.iterdir()):
+        raise ReleaseError(f"--learner-tree: {dest} exists and is not empty; give a new folder")
+    files = learner_files(root)
+    for rel in files:
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / rel, target)
+    return files
 
 
 if __name__ == "__main__":
