@@ -101,7 +101,7 @@ def prepare(number: str) -> Chapter:
         expected.append(out["expected"])
         mistakes.append(out["mistakes"])
     if _CACHE_DIR is None:
-        _CACHE_DIR = Path(tempfile.mkdtemp(prefix="course_grade_inputs_"))
+        _CACHE_DIR = Path(tempfile.mkdtemp(prefix=f"course_grade_{os.getpid()}_inputs_"))
         atexit.register(shutil.rmtree, _CACHE_DIR, True)
     inputs_file = _CACHE_DIR / f"ch{number}_inputs.pt"
     torch.save([{k: v.clone() for k, v in x.items()} for x in inputs], inputs_file)
@@ -364,7 +364,7 @@ def grade_learner(sub: Submission, numbers: list[str], opts: dict) -> LearnerGra
                       "max_points": g.case.points, "status": "error",
                       "message": f"submission not graded: {sub.error}", "isolation": "none"} for g in ch.cases]
         return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, seconds=time.monotonic() - t0)
-    work = Path(tempfile.mkdtemp(prefix="course_grade_"))
+    work = Path(tempfile.mkdtemp(prefix=f"course_grade_{os.getpid()}_"))
     try:
         reader = Reader(sub.path)
         for ch in chapters:
@@ -387,6 +387,15 @@ def grade_learner(sub: Submission, numbers: list[str], opts: dict) -> LearnerGra
 
 def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    # A parent killed outright (SIGKILL, OOM) must not leave workers grading on: die with it.
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the parent died before the line above ran
+        os._exit(1)
 
 
 # ---------------------------------------------------------------- feedback
@@ -454,6 +463,16 @@ def export(book: Gradebook, out: Path, numbers: list[str]) -> None:
 
 
 # ---------------------------------------------------------------- main
+def _say(line: str) -> None:
+    """Progress on stdout; a closed pipe (`course grade ... | head`) silences it, never the grading."""
+    try:
+        print(line, flush=True)
+    except OSError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course grade", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -504,8 +523,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = {"isolation": isolation, "timeout": args.timeout, "memory_mb": args.memory,
             "nb_timeout": args.notebook_timeout, "notebooks": not args.no_notebooks}
     if not args.quiet:
-        print(f"course grade: {len(subs)} submission(s), {skipped} already graded, {len(todo)} to grade; "
-              f"chapters {', '.join(numbers)}; isolation {isolation}; jobs {args.jobs}", flush=True)
+        _say(f"course grade: {len(subs)} submission(s), {skipped} already graded, {len(todo)} to grade; "
+             f"chapters {', '.join(numbers)}; isolation {isolation}; jobs {args.jobs}")
     t0 = time.monotonic()
 
     def record(g: LearnerGrade) -> None:
@@ -513,13 +532,15 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quiet:
             got = sum(r["points"] for r in g.rows)
             possible = sum(r["max_points"] for r in g.rows)
-            print(f"  {g.learner}: {got:g}/{possible:g} ({g.seconds:.1f} s)", flush=True)
+            _say(f"  {g.learner}: {got:g}/{possible:g} ({g.seconds:.1f} s)")
 
     def failed(sub: Submission, exc: BaseException) -> LearnerGrade:
         rows = [{"chapter": n, "kind": "course_lib", "component": "(grader)", "points": 0.0, "max_points": 0.0,
                  "status": "error", "message": f"the grader failed on this submission ({type(exc).__name__}: {exc})",
                  "isolation": "none"} for n in numbers]
-        return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows)
+        # Not the learner's fault: recorded so the table shows it, but never counted as finished,
+        # so the next run grades this learner again.
+        return LearnerGrade(sub.learner, f"retry:{sub.fingerprint}", str(sub.path), rows)
 
     try:
         if args.jobs <= 1:
@@ -548,8 +569,8 @@ def main(argv: list[str] | None = None) -> int:
     export(book, out, numbers)
     elapsed = time.monotonic() - t0
     if not args.quiet:
-        print(f"course grade: done in {elapsed:.1f} s; wrote {out / 'grades.csv'}, {out / 'totals.csv'}, "
-              f"{out / 'feedback'}/", flush=True)
+        _say(f"course grade: done in {elapsed:.1f} s; wrote {out / 'grades.csv'}, {out / 'totals.csv'}, "
+             f"{out / 'feedback'}/")
     book.close()
     if _CACHE_DIR is not None:
         shutil.rmtree(_CACHE_DIR, ignore_errors=True)

@@ -268,7 +268,7 @@ def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path) -
 
 
 def sweep_stale() -> int:
-    """Kill and remove cgroups left by a grading process that was killed (its pid is gone)."""
+    """Kill and remove the cgroups and scratch folders left by a grading process that was killed."""
     killed = 0
     for controller in ("pids", "memory"):
         base = CGROUP_ROOT / controller
@@ -284,4 +284,9 @@ def sweep_stale() -> int:
             group.dirs = [d]
             killed += group.kill_all()
             group.remove()
+    # Scratch folders of a grading process that was killed: named course_grade_<pid>_..., pid gone.
+    for d in Path(tempfile.gettempdir()).glob("course_grade_*"):
+        m = re.match(r"course_grade_(\d+)_", d.name)
+        if m and d.is_dir() and not Path(f"/proc/{m.group(1)}").exists():
+            shutil.rmtree(d, ignore_errors=True)
     return killed

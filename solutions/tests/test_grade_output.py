@@ -1,0 +1,36 @@
+"""`course grade ... | head`: a reader that stops reading must silence the progress, never change a grade.
+
+Before the fix, the BrokenPipeError of a progress line was taken for a grading failure and replaced
+a finished learner's grades by an error row, which a re-run then skipped as finished.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from course_lib.provided.loader import REPO_ROOT
+
+REFERENCE = (REPO_ROOT / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
+
+
+def test_closed_stdout_changes_no_grade(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    for learner in ("ann", "ben", "cal"):
+        (subs / learner / "course_lib").mkdir(parents=True)
+        (subs / learner / "course_lib" / "attention.py").write_text(REFERENCE, encoding="utf-8")
+        (subs / learner / "manifest.json").write_text(json.dumps({"learner": learner, "chapter": "02"}))
+    proc = subprocess.Popen([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out",
+                             str(tmp_path / "out"), "--no-notebooks"], cwd=REPO_ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    proc.stdout.readline()  # like `head -1`: read the first line, then hang up
+    proc.stdout.close()
+    assert proc.wait(timeout=300) == 0
+    with open(tmp_path / "out" / "totals.csv", newline="", encoding="utf-8") as fh:
+        totals = {(r["learner"], r["kind"]): (r["points"], r["max_points"]) for r in csv.DictReader(fh)}
+    assert set(totals) == {(name, "course_lib") for name in ("ann", "ben", "cal")}
+    assert len({points for points, _ in totals.values()}) == 1
+    assert all(points == possible and float(points) > 0 for points, possible in totals.values()), totals
