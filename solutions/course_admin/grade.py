@@ -497,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     isolation = sandbox.detect(args.isolation)
+    if isolation != "bwrap":
+        os.environ["COURSE_GRADE_ISOLATION"] = isolation  # the notebook kernels follow the same choice
     if isolation != "bwrap" and not args.quiet:
         print(f"course grade: bubblewrap unavailable ({sandbox.bwrap_works()[1]}); "
               "falling back to rlimits, with no network or file-system isolation", file=sys.stderr)

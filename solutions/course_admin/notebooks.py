@@ -385,8 +385,8 @@ def _run_worker(workdir: Path, timeout_s: int) -> tuple[int | str, str]:
         "MKL_NUM_THREADS": "1",
         "PYTHONHASHSEED": "0",
     }
-    if os.environ.get("COURSE_GRADER_NO_BWRAP"):
-        env["COURSE_GRADER_NO_BWRAP"] = os.environ["COURSE_GRADER_NO_BWRAP"]
+    if _no_bwrap():
+        env["COURSE_GRADER_NO_BWRAP"] = "1"
     for d in ("home", "jupyter", "jupyter_config", "run", "run/tmp"):
         (workdir / d).mkdir(parents=True, exist_ok=True)
     log_path = workdir / "worker.log"
@@ -483,11 +483,17 @@ def isolation() -> str:
     return "bubblewrap" if _bwrap_works() else "subreaper"
 
 
+def _no_bwrap() -> bool:
+    """Bubblewrap switched off: by this module's switch, or by `course grade --isolation rlimits`."""
+    return (os.environ.get("COURSE_GRADER_NO_BWRAP") == "1"
+            or os.environ.get("COURSE_GRADE_ISOLATION") == "rlimits")
+
+
 def _bwrap_works() -> bool:
     if "ok" not in _BWRAP:
         exe = shutil.which("bwrap")
         ok = False
-        if exe and os.environ.get("COURSE_GRADER_NO_BWRAP") != "1":
+        if exe and not _no_bwrap():
             try:
                 ok = subprocess.run(
                     [exe, "--die-with-parent", "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/",

@@ -134,6 +134,11 @@ def test_batch_finishes(batch):
 def test_score_vector(batch, learner):
     got = vectors(batch["rows"])[learner]
     expected = batch["learners"][learner]["expected"]
+    isolation = {r["isolation"] for r in batch["rows"] if r["learner"] == "correct"}
+    if isolation == {"rlimits"} and learner in ("left_running", "tamper"):
+        # Without bubblewrap the fallback's audit hook refuses subprocesses and writes outside the box
+        # as soon as the module is imported, so these learners lose every case instead of none.
+        expected = [0.0] * len(expected)
     messages = [(r["component"], r["status"], r["message"]) for r in batch["rows"] if r["learner"] == learner]
     assert got == expected, messages
     if "status" in batch["learners"][learner]:
@@ -143,7 +148,7 @@ def test_score_vector(batch, learner):
 def test_isolation_recorded(batch):
     isolations = {r["isolation"] for r in batch["rows"] if r["learner"] == "correct"}
     assert len(isolations) == 1 and isolations <= {"bwrap", "rlimits"}
-    if Path("/usr/bin/bwrap").exists():
+    if Path("/usr/bin/bwrap").exists() and os.environ.get("COURSE_GRADE_ISOLATION") != "rlimits":
         assert isolations == {"bwrap"}, "bubblewrap is installed but did not run"
 
 
