@@ -7,39 +7,12 @@ Usage: .venv/bin/python scripts/bench_attention.py [--impl reference|learner] [-
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
-from torch.profiler import ProfilerActivity, profile
 
+from course_lib.provided.bench import median_seconds, peak_bytes
 from course_lib.provided.loader import load_impl
-
-
-def median_seconds(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def peak_bytes(fn) -> int:
-    """Largest CPU allocation total of one call, by torch.profiler (its start/stop chatter is muted)."""
-    saved = os.dup(2)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 2)
-        try:
-            with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-                fn()
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-    return max((e.cpu_memory_usage for e in prof.key_averages()), default=0)
 
 
 def main() -> None:
