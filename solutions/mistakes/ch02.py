@@ -12,7 +12,8 @@ BIG = None  # marker: use the dtype's most negative finite number
 
 def variant(scale: Callable[[Tensor, Tensor], float] = lambda q, v: math.sqrt(q.size(-1)),
             fill: float | None = BIG, invert: bool = False, use_mask: bool = True, axis: int = -1,
-            return_scores: bool = False, mask_after: bool = False, inplace: bool = False) -> Callable:
+            return_scores: bool = False, mask_after: bool = False, inplace: bool = False,
+            mix_keys: bool = False) -> Callable:
     def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
                   dropout_p: float = 0.0) -> tuple[Tensor, Tensor]:
         if inplace:
@@ -26,7 +27,8 @@ def variant(scale: Callable[[Tensor, Tensor], float] = lambda q, v: math.sqrt(q.
         weights = torch.softmax(scores, dim=axis)
         if mask is not None and mask_after:
             weights = weights.masked_fill(~mask, 0.0)
-        return weights @ value, (scores if return_scores else weights)
+        mixed = key if mix_keys else value
+        return weights @ mixed, (scores if return_scores else weights)
     return attention
 
 
@@ -43,4 +45,5 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "returns_scores": {_fn: variant(return_scores=True)},
     "mask_after_softmax": {_fn: variant(mask_after=True)},
     "inplace_scale": {_fn: variant(inplace=True)},
+    "mixes_keys": {_fn: variant(mix_keys=True)},
 }

@@ -144,4 +144,5 @@ MISTAKES = {
     "returns_scores": "The second value returned holds the scores before the softmax; return the attention weights (after the softmax).",
     "mask_after_softmax": "The mask is applied after the softmax: the weights of a row no longer sum to 1. Mask the scores, then take the softmax.",
     "inplace_scale": "The input query is modified in place (e.g. query /= math.sqrt(d_k) or query.div_()); compute on new tensors.",
+    "mixes_keys": "The output mixes the keys, not the values: multiply the weights by value (the output's last axis is d_v, the width of value).",
 }
