@@ -323,7 +323,8 @@ def grade_notebooks(reader: Reader, chapter: Chapter, opts: dict, work: Path) ->
         _copy_allowed(reader, snapshot, allowed)
         local = nb_work / Path(names[0]).name
         local.write_bytes(reader.read(names[0], 20 * 1024**2))
-        grade = nb.grade_notebook(local, snapshot, chapter.number, nb_work / "work", timeout_s=opts["nb_timeout"])
+        grade = nb.grade_notebook(local, snapshot, chapter.number, nb_work / "work", timeout_s=opts["nb_timeout"],
+                                  memory_mb=opts["nb_memory_mb"])
         for cell in getattr(grade, "cells", []) or []:
             status = str(cell.status)
             if "manual" in status:
@@ -483,6 +484,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per learner and chapter (course_lib)")
     parser.add_argument("--notebook-timeout", type=int, default=120, help="seconds per notebook")
     parser.add_argument("--memory", type=int, default=2048, help="memory limit of learner code, MB")
+    parser.add_argument("--notebook-memory", type=int, default=4096,
+                        help="memory limit of a notebook's kernel, MB (it imports torch and Jupyter)")
     parser.add_argument("--isolation", choices=["auto", "bwrap", "rlimits"], default="auto")
     parser.add_argument("--no-notebooks", action="store_true", help="grade course_lib only")
     parser.add_argument("--regrade", action="store_true", help="grade finished learners again")
@@ -523,7 +526,8 @@ def main(argv: list[str] | None = None) -> int:
     skipped = len(subs) - len(todo)
     run_id = uuid.uuid4().hex[:12]
     opts = {"isolation": isolation, "timeout": args.timeout, "memory_mb": args.memory,
-            "nb_timeout": args.notebook_timeout, "notebooks": not args.no_notebooks}
+            "nb_timeout": args.notebook_timeout, "nb_memory_mb": args.notebook_memory,
+            "notebooks": not args.no_notebooks}
     if not args.quiet:
         _say(f"course grade: {len(subs)} submission(s), {skipped} already graded, {len(todo)} to grade; "
              f"chapters {', '.join(numbers)}; isolation {isolation}; jobs {args.jobs}")

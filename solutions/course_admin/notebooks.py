@@ -184,7 +184,8 @@ def _grade(notebook: Path, snapshot: Path, chapter: str, workdir: Path, timeout_
     result_file = workdir / "result.json"
     if rc == "timeout":
         return failed(f"the notebook did not finish within {timeout_s} s and was stopped; "
-                      "look for a loop that never ends or ignores interrupts")
+                      "look for a loop that never ends or ignores interrupts (or, if every learner gets "
+                      f"this, a kernel that cannot start under the {memory_mb} MB memory limit)")
     if not result_file.is_file():
         return failed("autograde failed before producing grades: " + _tail(log))
     result = json.loads(result_file.read_text(encoding="utf-8"))
