@@ -15,7 +15,7 @@ $(BIN)/course: pyproject.toml constraints-cpu.txt
 install: $(BIN)/course  ## create .venv and install the course and its tools
 
 book: install  ## build the book with every page executed; warnings are errors
-	@test -d solutions/course_lib || { echo "The book runs the reference implementation, which only the instructor's repository has: read the published book."; exit 1; }
+	@test -d solutions/course_ref || { echo "The book runs the reference implementation, which only the instructor's repository has: read the published book."; exit 1; }
 	rm -rf _build/html
 	$(BIN)/jupyter-book build . --warningiserror --keep-going --path-output .
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"

@@ -1,6 +1,6 @@
 # course_lib/attention.py: yours to fill in. Replace each `raise NotImplementedError(...)` with your code;
 # the docstrings say what to compute. Check your work with `course check ch02`.
-# Generated from solutions/course_lib/attention.py by `course release`: instructors edit solutions/, never this file.
+# Generated from solutions/course_ref/attention.py by `course release`: instructors edit solutions/, never this file.
 """Chapter 02 — Attention: scaled dot-product attention.
 
     Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V            ("Attention Is All You Need", eq. 1)

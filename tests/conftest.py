@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from course_lib.provided.loader import REFERENCE_DIR, load_impl
+from course_lib.provided.layout import LAYOUT
+from course_lib.provided.loader import load_impl
 
-DEFAULT_IMPL = "reference" if (REFERENCE_DIR / "__init__.py").is_file() else "learner"
+DEFAULT_IMPL = "reference" if (LAYOUT.reference / "__init__.py").is_file() else "learner"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

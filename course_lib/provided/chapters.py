@@ -1,7 +1,6 @@
 """Find a chapter's checks by its number: spec in tests/specs/chNN.py, references in tests/reference/chNN.pt."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -9,24 +8,22 @@ from typing import Any
 import torch
 
 from .checking import Result, judge, run_probe
-from .loader import REPO_ROOT, load_file
-
-SPEC_DIR = REPO_ROOT / "tests" / "specs"
-REFERENCE_DIR = REPO_ROOT / "tests" / "reference"
+from .layout import LAYOUT, chapter_number
+from .loader import load_file
 
 
 def available() -> list[str]:
     """Chapter numbers that have checks, e.g. ['02']."""
-    return sorted(p.stem[2:] for p in SPEC_DIR.glob("ch[0-9][0-9].py"))
+    return LAYOUT.chapters()
 
 
 def normalise(chapter: str | int) -> str:
-    """'ch02', '02', '2' and 2 all mean chapter '02'."""
-    m = re.fullmatch(r"(?:ch)?0*(\d{1,2})", str(chapter).strip().lower())
-    if not m:
+    """'ch02', '02', '2' and 2 all mean chapter '02', if that chapter has checks."""
+    try:
+        number = chapter_number(chapter)
+    except ValueError:
         raise ValueError(f"not a chapter: {chapter!r}; write it as ch02 (chapters with checks: "
-                         f"{', '.join('ch' + c for c in available())})")
-    number = f"{int(m.group(1)):02d}"
+                         f"{', '.join('ch' + c for c in available())})") from None
     if number not in available():
         raise ValueError(f"chapter {number} has no checks yet; chapters with checks: "
                          f"{', '.join('ch' + c for c in available())}")
@@ -35,11 +32,11 @@ def normalise(chapter: str | int) -> str:
 
 def load_spec(chapter: str | int) -> ModuleType:
     number = normalise(chapter)
-    return load_file(f"course_spec_ch{number}", SPEC_DIR / f"ch{number}.py")
+    return load_file(f"course_spec_ch{number}", LAYOUT.spec(number))
 
 
 def reference_path(chapter: str | int) -> Path:
-    return REFERENCE_DIR / f"ch{normalise(chapter)}.pt"
+    return LAYOUT.outputs_file(normalise(chapter))
 
 
 def load_reference_outputs(chapter: str | int) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from .loader import REPO_ROOT
+from .layout import LAYOUT
 
 LEARNER = {"check": "course_lib.provided.check", "submit": "course_lib.provided.submit"}
 INSTRUCTOR = {"release": "course_admin.release", "refs": "course_admin.refs", "grade": "course_admin.grade"}
@@ -25,13 +25,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return 0
     name, rest = argv[0], argv[1:]
-    if name in INSTRUCTOR:
-        solutions = REPO_ROOT / "solutions"
-        if not (solutions / "course_admin").is_dir():
-            print(f"course {name}: this is an instructor's command and needs {solutions}/course_admin, "
-                  "which only the instructor's repository has.", file=sys.stderr)
-            return 2
-        sys.path.insert(0, str(solutions))
+    if name in INSTRUCTOR and not (LAYOUT.solutions / "course_admin").is_dir():
+        print(f"course {name}: this is an instructor's command; its tools ({LAYOUT.rel(LAYOUT.solutions)}/course_admin) "
+              "ship only with the instructor's repository.", file=sys.stderr)
+        return 2
     module = importlib.import_module(commands[name])
     return int(module.main(rest) or 0)
 

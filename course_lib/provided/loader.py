@@ -1,11 +1,11 @@
 """One way to reach an implementation of course_lib: the learner's, or the reference.
 
 The book, the tests and the grader all go through `load_impl`, so that a result never depends on
-which ``course_lib`` happens to be first on ``sys.path``.
+how the caller found the modules.
 
-    impl = load_impl("reference")          # solutions/course_lib, imported as package `course_ref`
+    impl = load_impl("reference")          # the package course_ref (solutions/course_ref/, instructors only)
     impl.attention.scaled_dot_product_attention(q, k, v)
-    impl = load_impl("learner")            # this checkout's course_lib/
+    impl = load_impl("learner")            # the package course_lib (this tree's course_lib/)
 """
 from __future__ import annotations
 
@@ -16,10 +16,7 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any, Callable
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-REFERENCE_DIR = REPO_ROOT / "solutions" / "course_lib"
-LEARNER_DIR = REPO_ROOT / "course_lib"
-REFERENCE_PACKAGE = "course_ref"
+from .layout import LAYOUT, REFERENCE_PACKAGE
 
 
 class Impl:
@@ -77,34 +74,15 @@ def load_file(name: str, path: Path) -> ModuleType:
     return sys.modules[name]
 
 
-def _load_reference() -> None:
-    if REFERENCE_PACKAGE in sys.modules:
-        return
-    init = REFERENCE_DIR / "__init__.py"
-    if not init.is_file():
-        raise FileNotFoundError(
-            f"the reference implementation is not here ({REFERENCE_DIR}); it ships only with the "
-            "instructor's repository. Learners: use load_impl('learner')."
-        )
-    spec = importlib.util.spec_from_file_location(
-        REFERENCE_PACKAGE, init, submodule_search_locations=[str(REFERENCE_DIR)]
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[REFERENCE_PACKAGE] = module
-    spec.loader.exec_module(module)
-
-
 def load_impl(which: str = "reference") -> Impl:
     """Return the reference (``"reference"``) or the learner's (``"learner"``) implementation."""
     if which == "reference":
-        _load_reference()
+        if importlib.util.find_spec(REFERENCE_PACKAGE) is None:
+            raise FileNotFoundError(
+                f"the reference implementation ({REFERENCE_PACKAGE}, {LAYOUT.rel(LAYOUT.reference)}/) ships only "
+                "with the instructor's repository. Learners: use load_impl('learner')."
+            )
         return Impl(REFERENCE_PACKAGE, "reference")
     if which == "learner":
-        import course_lib
-
-        where = Path(course_lib.__file__).resolve().parent
-        if where != LEARNER_DIR.resolve():
-            raise ImportError(f"course_lib was imported from {where}, expected {LEARNER_DIR}")
         return Impl("course_lib", "learner")
     raise ValueError(f"load_impl: which must be 'reference' or 'learner', got {which!r}")

@@ -36,7 +36,9 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from .loader import REPO_ROOT
+from .layout import LAYOUT, Layout, SpecError, chapter_number, modules_for
+
+REPO_ROOT = LAYOUT.root
 
 LEARNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 
@@ -46,10 +48,10 @@ class SubmitError(Exception):
 
 
 def _chapter(chapter: str) -> str:
-    m = re.fullmatch(r"(?:ch)?0*(\d{1,2})", chapter.strip().lower())
-    if not m:
-        raise SubmitError(f"not a chapter: {chapter!r}; write it as ch02")
-    return f"{int(m.group(1)):02d}"
+    try:
+        return chapter_number(chapter)
+    except ValueError as err:
+        raise SubmitError(str(err)) from None
 
 
 def default_notebook(number: str, root: Path = REPO_ROOT) -> Path:
@@ -72,11 +74,14 @@ def learner_files(root: Path = REPO_ROOT) -> list[Path]:
 
 
 def _modules_for(number: str, root: Path) -> list[str]:
-    spec = root / "tests" / "specs" / f"ch{number}.py"
-    if not spec.is_file():
+    """The files chapter ``number`` runs: its own and those of the chapters it builds on."""
+    layout = Layout(root)
+    if not layout.spec(number).is_file():
         return []
-    m = re.search(r"^MODULES\s*=\s*\[([^\]]*)\]", spec.read_text(encoding="utf-8"), re.M)
-    return re.findall(r"[\"']([\w.]+\.py)[\"']", m.group(1)) if m else []
+    try:
+        return modules_for(number, layout)
+    except SpecError as err:
+        raise SubmitError(str(err)) from None
 
 
 def _sha256(path: Path) -> str:
@@ -96,7 +101,8 @@ def build(number: str, learner: str, notebook: Path | None, dest: Path, root: Pa
     needed = _modules_for(number, root)
     missing = [m for m in needed if not (root / "course_lib" / m).is_file()]
     if missing:
-        raise SubmitError(f"course_lib/{', course_lib/'.join(missing)} is missing: chapter {number} grades it")
+        raise SubmitError(f"course_lib/{', course_lib/'.join(missing)} is missing: chapter {number} runs it "
+                          "(its own modules and those of the chapters it builds on); restore it and submit again")
     if notebook is not None and not notebook.is_file():
         raise SubmitError(f"notebook not found: {notebook}")
     (dest / "course_lib").mkdir(parents=True, exist_ok=True)
@@ -113,7 +119,6 @@ def build(number: str, learner: str, notebook: Path | None, dest: Path, root: Pa
         "chapter": number,
         "created": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
         "files": hashes,
-        "graded_modules": needed,
         "python": platform.python_version(),
         "torch": _version("torch"),
         "platform": platform.platform(terse=True),

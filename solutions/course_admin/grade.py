@@ -36,7 +36,8 @@ import torch
 
 from course_lib.provided import chapters as chapters_mod
 from course_lib.provided.checking import Case, CheckFailure, judge
-from course_lib.provided.loader import REPO_ROOT, load_file
+from course_lib.provided.layout import LAYOUT
+from course_lib.provided.loader import load_file
 
 from . import sandbox
 from .gradebook import Gradebook
@@ -44,7 +45,6 @@ from .manual import read_manual_scores
 from .submissions import Reader, Submission, SubmissionError, discover
 
 HERE = Path(__file__).resolve().parent
-HIDDEN_DIR = REPO_ROOT / "solutions" / "hidden"
 MAX_RESTARTS = 3
 RESULT_MAX_BYTES = 16 * 1024**2
 
@@ -71,7 +71,7 @@ class Chapter:
 
 
 def hidden_cases(number: str) -> list[Case]:
-    path = HIDDEN_DIR / f"ch{number}.py"
+    path = LAYOUT.hidden_file(number)
     if not path.is_file():
         return []
     return list(load_file(f"course_hidden_ch{number}", path).CASES)
@@ -114,10 +114,9 @@ def grader_fingerprint(numbers: list[str]) -> str:
     """Changes when the chapters graded, their specs, hidden cases, mistakes or reference change."""
     h = hashlib.sha256(",".join(numbers).encode())
     for number in numbers:
-        for path in (chapters_mod.SPEC_DIR / f"ch{number}.py", HIDDEN_DIR / f"ch{number}.py",
-                     REPO_ROOT / "solutions" / "mistakes" / f"ch{number}.py"):
+        for path in (LAYOUT.spec(number), LAYOUT.hidden_file(number), LAYOUT.mistakes_file(number)):
             h.update(path.read_bytes() if path.is_file() else b"-")
-    for path in sorted((REPO_ROOT / "solutions" / "course_lib").glob("*.py")):
+    for path in LAYOUT.reference_modules():
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
@@ -190,7 +189,7 @@ def _decode(record: Any) -> Any:
 # ---------------------------------------------------------------- one learner, one chapter
 def _copy_allowed(reader: Reader, box: Path, modules: list[str]) -> list[str]:
     """Instructor's course_lib/__init__.py and provided/, plus the learner's ``modules`` only."""
-    src = REPO_ROOT / "course_lib"
+    src = LAYOUT.course_lib
     dst = box / "course_lib"
     shutil.copytree(src / "provided", dst / "provided", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     shutil.copy2(src / "__init__.py", dst / "__init__.py")
@@ -223,7 +222,7 @@ def grade_course_lib(reader: Reader, chapter: Chapter, opts: dict, work: Path) -
                "(run `course submit` from your course folder)")
         return [row(g, 0.0, "missing", msg, "none") for g in chapter.cases]
     spec_name = f"spec_ch{chapter.number}.py"
-    shutil.copy2(chapters_mod.SPEC_DIR / f"ch{chapter.number}.py", box / spec_name)
+    shutil.copy2(LAYOUT.spec(chapter.number), box / spec_name)
     shutil.copy2(HERE / "child.py", box / "_grader_child.py")
     shutil.copy2(chapter.inputs_file, box / "inputs.pt")
     (box / "out").mkdir()

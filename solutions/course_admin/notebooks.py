@@ -61,8 +61,10 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SOURCE_ROOT = REPO_ROOT / "solutions" / "source"
+from course_lib.provided.layout import LAYOUT, chapter_number
+
+REPO_ROOT = LAYOUT.root
+SOURCE_ROOT = LAYOUT.sources
 
 STUDENT_ID = "learner"
 KERNEL_NAME = "course-grader"
@@ -100,10 +102,7 @@ class NotebookGrade:
 # ------------------------------------------------------------------------------------------ parent side
 def find_source_notebook(chapter: str, source_root: Path = SOURCE_ROOT) -> Path:
     """The instructor's nbgrader source notebook of a chapter: solutions/source/chNN_*/chNN_*.ipynb."""
-    m = re.fullmatch(r"(?:ch)?0*(\d{1,2})", str(chapter).strip().lower())
-    if not m:
-        raise ValueError(f"not a chapter: {chapter!r} (write it as ch02)")
-    number = f"{int(m.group(1)):02d}"
+    number = chapter_number(chapter)
     folders = sorted(p for p in source_root.glob(f"ch{number}_*") if p.is_dir())
     if not folders:
         raise FileNotFoundError(f"no nbgrader source folder for chapter {number} under {source_root}")

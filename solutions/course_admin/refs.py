@@ -12,6 +12,7 @@ import torch
 
 from course_lib.provided import chapters
 from course_lib.provided.checking import run_probe
+from course_lib.provided.layout import LAYOUT
 from course_lib.provided.loader import load_impl
 
 from .variants import wrong_impls
@@ -49,5 +50,5 @@ def main(argv: list[str] | None = None) -> int:
         path = chapters.reference_path(number)
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(build(number), path)
-        print(f"wrote {path.relative_to(chapters.REPO_ROOT)}")
+        print(f"wrote {LAYOUT.rel(path)}")
     return 0

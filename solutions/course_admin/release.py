@@ -1,13 +1,10 @@
 """`course release [--check]`: generate what learners receive from solutions/, the one source of truth.
 
-    solutions/course_lib/<module>.py         -> course_lib/<module>.py       (stub: solution blocks raise)
+    solutions/course_ref/<module>.py         -> course_lib/<module>.py       (stub: solution blocks raise; stubs.py)
     solutions/source/chNN_<name>/            -> exercises/chNN_<name>/       (nbgrader generate_assignment)
 
-In a solution module, each block between a `### BEGIN SOLUTION` line and a `### END SOLUTION` line
-(markers included) becomes one `raise NotImplementedError("Chapter NN: implement <function> in
-course_lib/<module>.py (book chapter NN, exercises/chNN_<name>)")` at the block's indentation; the
-chapter is the spec in tests/specs/ whose MODULES lists the module. Everything else (docstrings,
-argument checks) is kept.
+A stub keeps the solution module's docstrings and argument checks; each solution block becomes a
+`raise NotImplementedError` naming the chapter, the function and the exercise (see stubs.py).
 
 nbgrader runs in a temporary course directory with its own gradebook and no Jupyter configuration
 (neither the repository's nbgrader_config.py nor the user's), so its output depends only on
@@ -19,206 +16,22 @@ files and exits 1 (0 when in sync); it never writes to the tree.
 from __future__ import annotations
 
 import argparse
-import ast
 import filecmp
 import fnmatch
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
-from course_lib.provided.loader import REPO_ROOT
+from course_lib.provided.layout import EXERCISE_RE, LAYOUT, Layout
 
-EXERCISE_RE = re.compile(r"ch(\d\d)_\w+")
-MARKER_RE = re.compile(r"^(?P<indent>[ \t]*)### (?P<which>BEGIN|END) SOLUTION[ \t]*$")
+from .learner_tree import export_learner_tree
+from .stubs import ReleaseError, make_stub
+
 # Files never copied to or compared in exercises/ (nbgrader's CourseDirectory.ignore, plus editor junk).
 IGNORE = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".DS_Store", "*~"]
-
-
-class ReleaseError(Exception):
-    """A problem in solutions/ that stops the release; the message names the file and line."""
-
-
-# ------------------------------------------------------------------ the layout of a repository
-@dataclass(frozen=True)
-class Layout:
-    root: Path
-
-    @property
-    def solution_modules(self) -> list[Path]:
-        return sorted(p for p in (self.root / "solutions" / "course_lib").glob("*.py") if p.name != "__init__.py")
-
-    @property
-    def exercise_sources(self) -> list[Path]:
-        source = self.root / "solutions" / "source"
-        if not source.is_dir():
-            return []
-        return sorted(p for p in source.iterdir() if p.is_dir() and EXERCISE_RE.fullmatch(p.name))
-
-    def rel(self, path: Path) -> str:
-        try:
-            return path.relative_to(self.root).as_posix()
-        except ValueError:
-            return str(path)
-
-
-def _spec_constant(path: Path, name: str) -> object:
-    """The literal value of ``NAME = ...`` in a spec file, read without importing the spec."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and node.value is not None:
-            try:
-                return ast.literal_eval(node.value)
-            except ValueError as err:
-                raise ReleaseError(f"{path}:{node.lineno}: {name} must be a literal") from err
-    return None
-
-
-def chapter_of(layout: Layout, module: str) -> str:
-    """The chapter ('02') whose spec (tests/specs/chNN.py) lists ``module`` in MODULES."""
-    owners = []
-    for spec in sorted((layout.root / "tests" / "specs").glob("ch[0-9][0-9].py")):
-        modules = _spec_constant(spec, "MODULES") or []
-        if module in modules:
-            owners.append(spec.stem[2:])
-    if len(owners) != 1:
-        found = "none does" if not owners else f"ch{', ch'.join(owners)} all do"
-        raise ReleaseError(f"solutions/course_lib/{module}: exactly one tests/specs/chNN.py must list "
-                           f"{module!r} in MODULES, but {found}")
-    return owners[0]
-
-
-def exercise_of(layout: Layout, chapter: str) -> str | None:
-    """The exercise folder of a chapter ('ch02_attention'), if it has one."""
-    names = [p.name for p in layout.exercise_sources if p.name.startswith(f"ch{chapter}_")]
-    return names[0] if names else None
-
-
-# ------------------------------------------------------------------ stubs from solution modules
-HEADER = (
-    "# {stub}: yours to fill in. Replace each `raise NotImplementedError(...)` with your code;\n"
-    "# the docstrings say what to compute. Check your work with `course check ch{chapter}`.\n"
-    "# Generated from {solution} by `course release`: instructors edit solutions/, never this file.\n"
-)
-HEADER_NOTHING_TO_DO = (
-    "# {stub}: provided with the course; nothing to implement here.\n"
-    "# Generated from {solution} by `course release`: instructors edit solutions/, never this file.\n"
-)
-
-
-def _function_spans(tree: ast.Module) -> list[tuple[int, int, int, str]]:
-    """(first line, last line, column, name to show) of every def; methods show as Class.method.
-
-    A def nested in a function is shown by the name of its outermost function: that is what the
-    learner implements.
-    """
-    spans: list[tuple[int, int, int, str]] = []
-
-    def visit(node: ast.AST, prefix: str, in_function: str | None) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name = in_function or f"{prefix}{child.name}"
-                spans.append((child.lineno, child.end_lineno or child.lineno, child.col_offset, name))
-                visit(child, prefix, name)
-            elif isinstance(child, ast.ClassDef):
-                visit(child, f"{prefix}{child.name}." if in_function is None else prefix, in_function)
-            else:
-                visit(child, prefix, in_function)
-
-    visit(tree, "", None)
-    return spans
-
-
-def strip_solutions(text: str, filename: str, message: str | None = None, header: str = "") -> str:
-    """Replace each solution block of a Python source by ``raise NotImplementedError(message)``.
-
-    ``message`` may contain ``{function}``, filled with the name of the def that encloses the block.
-    Raises ReleaseError (naming ``filename`` and the line) on unbalanced or nested markers, a marker
-    that shares its line with code, or a block outside a function.
-    """
-    lines = text.splitlines(keepends=True)
-    blocks: list[tuple[int, int, str]] = []  # (begin index, end index, indent), 0-based
-    begin: tuple[int, str] | None = None
-    for i, line in enumerate(lines):
-        m = MARKER_RE.match(line.rstrip("\r\n"))
-        if m is None:
-            if re.search(r"(BEGIN|END) SOLUTION", line):
-                raise ReleaseError(f"{filename}:{i + 1}: a solution marker must be alone on its line, "
-                                   f"written exactly `### BEGIN SOLUTION` or `### END SOLUTION`: {line.strip()!r}")
-            continue
-        if m["which"] == "BEGIN":
-            if begin is not None:
-                raise ReleaseError(f"{filename}:{i + 1}: `### BEGIN SOLUTION` inside the block opened at "
-                                   f"line {begin[0] + 1} (nested or missing `### END SOLUTION`)")
-            begin = (i, m["indent"])
-        else:
-            if begin is None:
-                raise ReleaseError(f"{filename}:{i + 1}: `### END SOLUTION` without a `### BEGIN SOLUTION` before it")
-            blocks.append((begin[0], i, begin[1]))
-            begin = None
-    if begin is not None:
-        raise ReleaseError(f"{filename}:{begin[0] + 1}: `### BEGIN SOLUTION` is never closed by `### END SOLUTION`")
-    if not blocks:
-        return header + text
-
-    try:
-        tree = ast.parse(text, filename=filename)
-    except SyntaxError as err:
-        raise ReleaseError(f"{filename}:{err.lineno}: not valid Python: {err.msg}") from err
-    spans = _function_spans(tree)
-
-    out: list[str] = []
-    previous = 0
-    for start, end, indent in blocks:
-        line_no = start + 1
-        enclosing = [s for s in spans if s[0] < line_no <= s[1]]
-        if not enclosing:
-            raise ReleaseError(f"{filename}:{line_no}: solution block outside a function; put it inside "
-                               "the def that the learner implements")
-        first, _, column, function = max(enclosing, key=lambda s: s[0])  # the innermost def
-        if len(indent.expandtabs()) <= column:
-            raise ReleaseError(f"{filename}:{line_no}: the solution block is not indented inside "
-                               f"`{function}` (line {first}); indent its markers like its body")
-        text_of_message = (message or "implement {function}").format(function=function)
-        quoted = '"' + text_of_message.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        out.extend(lines[previous:start])
-        out.append(f"{indent}raise NotImplementedError({quoted})\n")
-        previous = end + 1
-    out.extend(lines[previous:])
-    stub = "".join(out)
-
-    # The header goes first, after a shebang or encoding line if there is one.
-    keep = 0
-    stub_lines = stub.splitlines(keepends=True)
-    while keep < len(stub_lines) and keep < 2 and re.match(r"#!|#.*coding[:=]", stub_lines[keep]):
-        keep += 1
-    stub = "".join(stub_lines[:keep]) + header + "".join(stub_lines[keep:])
-    try:
-        compile(stub, filename, "exec")
-    except SyntaxError as err:
-        raise ReleaseError(f"{filename}: the generated stub is not valid Python at line {err.lineno}: {err.msg}") from err
-    return stub
-
-
-def make_stub(layout: Layout, solution: Path) -> str:
-    text = solution.read_text(encoding="utf-8")
-    rel = layout.rel(solution)
-    strip_solutions(text, rel)  # the markers are checked before anything else
-    module = solution.name
-    if not any(MARKER_RE.match(line) for line in text.splitlines()):
-        header = HEADER_NOTHING_TO_DO.format(stub=f"course_lib/{module}", solution=rel)
-        return strip_solutions(text, rel, None, header)  # nothing to implement: no chapter needed
-    chapter = chapter_of(layout, module)
-    exercise = exercise_of(layout, chapter)
-    where = f"book chapter {chapter}" + (f", exercises/{exercise}" if exercise else "")
-    message = f"Chapter {chapter}: implement {{function}} in course_lib/{module} ({where})"
-    header = HEADER.format(stub=f"course_lib/{module}", chapter=chapter, solution=rel)
-    return strip_solutions(text, rel, message, header)
 
 
 # ------------------------------------------------------------------ exercises with nbgrader
@@ -269,14 +82,14 @@ def generate_exercise(source: Path, dest: Path) -> None:
 def build(layout: Layout, out: Path) -> dict[str, Path]:
     """Generate every learner file under ``out``; return {path relative to the repository: file}."""
     generated: dict[str, Path] = {}
-    for solution in layout.solution_modules:
+    for solution in layout.reference_modules():
         rel = f"course_lib/{solution.name}"
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "w", encoding="utf-8", newline="") as f:
             f.write(make_stub(layout, solution))
         generated[rel] = target
-    for source in layout.exercise_sources:
+    for source in layout.exercise_sources():
         dest = out / "exercises" / source.name
         generate_exercise(source, dest)
         generated.update({f"exercises/{source.name}/{rel}": path for rel, path in _files(dest).items()})
@@ -337,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true",
                         help="compare the tree with what solutions/ generates; exit 1 if stale, write nothing")
-    parser.add_argument("--root", type=Path, default=REPO_ROOT,
+    parser.add_argument("--root", type=Path, default=LAYOUT.root,
                         help="the repository to work on (default: this checkout)")
     parser.add_argument("--learner-tree", type=Path, metavar="DIR",
                         help="after releasing, copy what learners receive (everything but the instructor's "
@@ -348,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="course-release-") as tmp:
             generated = build(layout, Path(tmp))
             summary = (f"{sum(r.startswith('course_lib/') for r in generated)} stub(s), "
-                       f"{len(layout.exercise_sources)} exercise(s)")
+                       f"{len(layout.exercise_sources())} exercise(s)")
             if args.check:
                 problems = differences(layout, generated)
                 if problems:
@@ -375,33 +188,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(f"course release: learner tree with {len(files)} file(s) in {args.learner_tree}")
     return 0
-
-
-# What learners never receive: the instructor's material, the project's own CI, and the book's sources
-# (the book executes the reference implementation; learners read the published book instead).
-INSTRUCTOR_ONLY = ("solutions/", ".ci/", "nbgrader_config.py", "book/", "_config.yml", "_toc.yml")
-
-
-def learner_files(root: Path) -> list[str]:
-    """Paths (relative, sorted) that learners receive: git's files outside INSTRUCTOR_ONLY."""
-    try:
-        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                                cwd=root, capture_output=True, check=True).stdout.decode().split("\0")
-    except (OSError, subprocess.CalledProcessError) as err:
-        raise ReleaseError(f"--learner-tree needs a git checkout at {root} ({err})") from err
-    return sorted(p for p in listed if p and not p.startswith(INSTRUCTOR_ONLY) and (root / p).is_file())
-
-
-def export_learner_tree(root: Path, dest: Path) -> list[str]:
-    """Copy the learner's files of ``root`` into the new folder ``dest``."""
-    if dest.exists() and any(dest.iterdir()):
-        raise ReleaseError(f"--learner-tree: {dest} exists and is not empty; give a new folder")
-    files = learner_files(root)
-    for rel in files:
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / rel, target)
-    return files
 
 
 if __name__ == "__main__":

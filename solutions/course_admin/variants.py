@@ -4,13 +4,12 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from course_lib.provided.loader import REPO_ROOT, PatchedImpl, load_file, load_impl
-
-MISTAKES_DIR = REPO_ROOT / "solutions" / "mistakes"
+from course_lib.provided.layout import LAYOUT
+from course_lib.provided.loader import PatchedImpl, load_file, load_impl
 
 
 def _module(chapter: str) -> ModuleType | None:
-    path = MISTAKES_DIR / f"ch{chapter}.py"
+    path = LAYOUT.mistakes_file(chapter)
     if not path.is_file():
         return None
     return load_file(f"course_mistakes_ch{chapter}", path)

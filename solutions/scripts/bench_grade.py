@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE = (REPO / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
+REFERENCE = (REPO / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
 SCALE = "scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)"
 VARIANTS = {
     "correct": REFERENCE,

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-REFERENCE = (REPO / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
+REFERENCE = (REPO / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
 
 PUBLIC_POINTS = [1, 1, 0.5, 1.5, 1.5, 1.5, 1, 1, 1]
 HIDDEN_POINTS = [1] * 7

@@ -13,11 +13,11 @@ import torch
 
 from course_lib.provided import chapters
 from course_lib.provided.checking import total
-from course_lib.provided.loader import REPO_ROOT, load_impl
+from course_lib.provided.layout import REPO_ROOT
+from course_lib.provided.loader import load_impl
 
-sys.path.insert(0, str(REPO_ROOT / "solutions"))
-from course_admin import refs  # noqa: E402
-from course_admin.variants import wrong_impls  # noqa: E402
+from course_admin import refs
+from course_admin.variants import wrong_impls
 
 CHAPTERS = chapters.available()
 MISTAKES = [(ch, name) for ch in CHAPTERS for name in chapters.load_spec(ch).MISTAKES]

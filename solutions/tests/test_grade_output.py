@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from course_lib.provided.loader import REPO_ROOT
+from course_lib.provided.layout import REPO_ROOT
 
-REFERENCE = (REPO_ROOT / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
+REFERENCE = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
 
 
 def test_closed_stdout_changes_no_grade(tmp_path: Path) -> None:

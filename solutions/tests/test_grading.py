@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import planted as plant  # noqa: E402
+import planted as plant
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grade.py").is_file(),

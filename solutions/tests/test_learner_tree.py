@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.provided.loader import REPO_ROOT
+from course_lib.provided.layout import REPO_ROOT
 
-sys.path.insert(0, str(REPO_ROOT / "solutions"))
-from course_admin.release import INSTRUCTOR_ONLY, main as release  # noqa: E402
+from course_admin.learner_tree import INSTRUCTOR_ONLY
+from course_admin.release import main as release
 
 
 def run(tree: Path, *args: str) -> subprocess.CompletedProcess:
@@ -43,7 +43,7 @@ def test_checks_run_on_the_learners_code_in_the_tree(tree: Path) -> None:
     assert stub.returncode == 1 and "0/10" in stub.stdout and "not implemented yet" in stub.stdout
     work = tree.parent / "solved"
     shutil.copytree(tree, work)
-    shutil.copy(REPO_ROOT / "solutions" / "course_lib" / "attention.py", work / "course_lib" / "attention.py")
+    shutil.copy(REPO_ROOT / "solutions" / "course_ref" / "attention.py", work / "course_lib" / "attention.py")
     solved = run(work, "-m", "course_lib.provided.cli", "check", "ch02")
     assert solved.returncode == 0 and "10/10" in solved.stdout, solved.stdout + solved.stderr
 

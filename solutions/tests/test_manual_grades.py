@@ -16,9 +16,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.provided.loader import REPO_ROOT
+from course_lib.provided.layout import REPO_ROOT
 
-REFERENCE = (REPO_ROOT / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
+REFERENCE = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
 RELEASED = REPO_ROOT / "exercises" / "ch02_attention" / "ch02_attention.ipynb"
 ANSWER = "answer-sqrt-dk"
 

@@ -18,9 +18,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "solutions"))
 
-from course_admin.notebooks import (  # noqa: E402
+from course_admin.notebooks import (
     CellGrade, NotebookGrade, find_source_notebook, grade_notebook, isolation,
 )
 
@@ -113,7 +112,7 @@ def release_of(source: Path) -> nbformat.NotebookNode:
 
 # The correct implementation is read from the reference, never copied: learners receive tests/, and
 # solutions/tests/test_release.py checks that no solution line appears outside solutions/.
-CORRECT = (Path(__file__).resolve().parents[2] / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
+CORRECT = (Path(__file__).resolve().parents[2] / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
 assert " / math.sqrt(d_k)" in CORRECT and "    return output, weights\n" in CORRECT
 UNSCALED = CORRECT.replace(" / math.sqrt(d_k)", "")
 
@@ -410,7 +409,7 @@ def test_real_chapter_02_notebook(tmp_path, impl):
         if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "markdown":
             cell.source = "The variance of q.k grows with d_k, so the softmax saturates."
     nbformat.write(nb, nb_path)
-    ref = (REPO / "solutions" / "course_lib" / "attention.py").read_text()
+    ref = (REPO / "solutions" / "course_ref" / "attention.py").read_text()
     attention = ref if impl == "correct" else ref.replace("/ math.sqrt(d_k)", "")
     assert attention != ref or impl == "correct"
     snap = _real_snapshot(tmp_path, attention)

@@ -17,12 +17,12 @@ import nbformat
 import pytest
 import torch
 
-from course_lib.provided.loader import REPO_ROOT
+from course_lib.provided.layout import REPO_ROOT
 
-sys.path.insert(0, str(REPO_ROOT / "solutions"))
-from course_admin.release import ReleaseError, main, strip_solutions  # noqa: E402
+from course_admin.release import main
+from course_admin.stubs import ReleaseError, strip_solutions
 
-SOLUTION_MODULES = sorted(p for p in (REPO_ROOT / "solutions" / "course_lib").glob("*.py") if p.name != "__init__.py")
+SOLUTION_MODULES = sorted(p for p in (REPO_ROOT / "solutions" / "course_ref").glob("*.py") if p.name != "__init__.py")
 SOURCE_NOTEBOOKS = sorted((REPO_ROOT / "solutions" / "source").glob("ch[0-9][0-9]_*/*.ipynb"))
 RELEASED_NOTEBOOKS = sorted((REPO_ROOT / "exercises").glob("ch[0-9][0-9]_*/*.ipynb"))
 CH02_SOURCE = REPO_ROOT / "solutions" / "source" / "ch02_attention" / "ch02_attention.ipynb"
@@ -32,7 +32,7 @@ CH02_RELEASE = REPO_ROOT / "exercises" / "ch02_attention" / "ch02_attention.ipyn
 def snapshot(root: Path) -> dict[str, str]:
     """Hash of every file release manages or reads, to prove a command left them alone."""
     found = {}
-    for folder in ("course_lib", "exercises", "solutions/course_lib", "solutions/source"):
+    for folder in ("course_lib", "exercises", "solutions/course_ref", "solutions/source"):
         for path in sorted((root / folder).rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and ".ipynb_checkpoints" not in path.parts:
                 found[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -50,7 +50,7 @@ def test_release_check_says_in_sync(capsys):
 # ------------------------------------------------------------------ (b) stale files are found, then fixed
 def copy_of_repo(dest: Path) -> Path:
     """The parts of the repository that `course release` reads and writes, copied to ``dest``."""
-    for folder in ("solutions/course_lib", "solutions/source", "tests/specs", "exercises"):
+    for folder in ("solutions/course_ref", "solutions/source", "tests/specs", "exercises"):
         shutil.copytree(REPO_ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     (dest / "course_lib").mkdir()
     for stub in (REPO_ROOT / "course_lib").glob("*.py"):
@@ -184,7 +184,7 @@ def leaks(secrets: dict[str, str], files: list[Path]) -> list[str]:
 def test_no_solution_or_hidden_test_line_reaches_learners():
     secrets = secret_lines()
     origins = set(secrets.values())
-    assert any(o.startswith("solutions/course_lib/") for o in origins), "no solution body found: the rule is vacuous"
+    assert any(o.startswith("solutions/course_ref/") for o in origins), "no solution body found: the rule is vacuous"
     assert any("cell test-" in o for o in origins), "no hidden test found: the rule is vacuous"
     assert any("cell answer-" in o for o in origins), "no model answer found: the rule is vacuous"
     files = learner_files()
@@ -194,7 +194,7 @@ def test_no_solution_or_hidden_test_line_reaches_learners():
 
 def test_leak_detector_finds_a_planted_leak(tmp_path):
     secrets = secret_lines()
-    body = next(s for s, o in secrets.items() if o.startswith("solutions/course_lib/"))
+    body = next(s for s, o in secrets.items() if o.startswith("solutions/course_ref/"))
     hidden = next(s for s, o in secrets.items() if "cell test-" in o)
     planted = tmp_path / "course_lib_copy.py"
     planted.write_text(f"def f():\n        {body}   # re-indented, other comment\n", encoding="utf-8")
@@ -225,7 +225,7 @@ def test_stub_raises_not_implemented_naming_chapter_and_function():
     # Code outside the solution block survives: the mask's dtype check and the docstring.
     with pytest.raises(TypeError, match="bool"):
         stub.scaled_dot_product_attention(q, k, v, mask=torch.ones(1, 2, 2))
-    ref_spec = importlib.util.spec_from_file_location("ref_attention_under_test", REPO_ROOT / "solutions" / "course_lib" / "attention.py")
+    ref_spec = importlib.util.spec_from_file_location("ref_attention_under_test", REPO_ROOT / "solutions" / "course_ref" / "attention.py")
     ref = importlib.util.module_from_spec(ref_spec)
     ref_spec.loader.exec_module(ref)
     assert stub.scaled_dot_product_attention.__doc__ == ref.scaled_dot_product_attention.__doc__
@@ -308,8 +308,8 @@ GOOD = "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION\n"
 ], ids=["begin-without-end", "end-without-begin", "nested", "module-level", "class-body", "marker-after-code"])
 def test_strip_errors_name_file_and_line(source, line, words):
     with pytest.raises(ReleaseError) as caught:
-        strip_solutions(source, "solutions/course_lib/broken.py", "implement {function}")
-    assert f"solutions/course_lib/broken.py:{line}:" in str(caught.value)
+        strip_solutions(source, "solutions/course_ref/broken.py", "implement {function}")
+    assert f"solutions/course_ref/broken.py:{line}:" in str(caught.value)
     assert words in str(caught.value)
     assert "raise NotImplementedError" in strip_solutions(GOOD, "ok.py")  # the same function accepts good input
 
@@ -343,14 +343,14 @@ def run_source_notebook(tmp_path: Path, attention_source: str, monkeypatch) -> d
 
 
 def test_source_notebook_passes_with_the_reference(tmp_path, monkeypatch):
-    reference = (REPO_ROOT / "solutions" / "course_lib" / "attention.py").read_text(encoding="utf-8")
+    reference = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
     errors = run_source_notebook(tmp_path, reference, monkeypatch)
     assert {cell: [e.evalue for e in errs] for cell, errs in errors.items() if errs} == {}
     assert {"test-values", "test-masks", "test-autograd"} <= set(errors)
 
 
 def test_hidden_tests_catch_what_public_cases_miss_without_echoing_code(tmp_path, monkeypatch):
-    wrong = WRONG_ATTENTION.format(reference=str(REPO_ROOT / "solutions" / "course_lib" / "attention.py"))
+    wrong = WRONG_ATTENTION.format(reference=str(REPO_ROOT / "solutions" / "course_ref" / "attention.py"))
     errors = run_source_notebook(tmp_path, wrong, monkeypatch)
     assert errors["test-values"] == [] and errors["test-autograd"] == []
     [error] = errors["test-masks"]
