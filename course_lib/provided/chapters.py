@@ -8,7 +8,7 @@ from typing import Any
 import torch
 
 from .checking import Result, judge, run_probe
-from .layout import LAYOUT, chapter_number
+from .layout import LAYOUT, chapter_facts, chapter_number, prerequisites
 from .loader import load_file
 
 
@@ -63,3 +63,39 @@ def run_chapter(chapter: str | int, impl: Any, cases: list[str] | None = None) -
         results.append(judge(number, case, actual, saved["inputs"], saved["expected"],
                              saved["mistakes"], spec.MISTAKES))
     return results
+
+
+# ---------------------------------------------------------------- chapters that build on chapters
+def prereq_note(number: str, failing: dict[str, tuple[int, int]]) -> str:
+    """The sentence that heads a chapter's failed checks when an earlier chapter it uses fails its own.
+
+    ``failing`` maps a prerequisite chapter to (checks failed, checks run); empty gives "".
+    """
+    if not failing:
+        return ""
+    parts = []
+    for p, (bad, run) in sorted(failing.items()):
+        files = ", ".join(chapter_facts(p).modules)
+        parts.append(f"your chapter {p} ({files}), which fails {bad} of {run} check{'s' if run != 1 else ''}")
+    return f"Chapter {number} uses {' and '.join(parts)}: fix those first."
+
+
+def run_with_prerequisites(chapter: str | int, impl: Any) -> tuple[list[Result], dict[str, tuple[int, int]]]:
+    """The public cases of a chapter, with the failures of each earlier chapter it builds on named.
+
+    Returns the chapter's results (failed ones headed by ``prereq_note``) and {prerequisite: (failed, run)}.
+    """
+    number = normalise(chapter)
+    failing = {}
+    for p in prerequisites(number):
+        done = run_chapter(p, impl)
+        bad = sum(r.status != "pass" for r in done)
+        if bad:
+            failing[p] = (bad, len(done))
+    results = run_chapter(number, impl)
+    note = prereq_note(number, failing)
+    if note:
+        for r in results:
+            if r.status != "pass":
+                r.message = f"{note} [{r.message}]"
+    return results, failing

@@ -28,7 +28,8 @@ def table(results: list[Result], width: int = 100) -> str:
 
 
 def check(chapter: str, which: str = "learner") -> list[Result]:
-    return chapters.run_chapter(chapter, load_impl(which))
+    """The chapter's public checks; a failed one names an earlier chapter it uses that fails its own."""
+    return chapters.run_with_prerequisites(chapter, load_impl(which))[0]
 
 
 def main(argv: list[str] | None = None) -> int:

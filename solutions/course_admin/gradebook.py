@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from .rows import GradeRow
+
 COLUMNS = ["learner", "chapter", "kind", "component", "points", "max_points", "status", "message", "isolation"]
 
 SCHEMA = """
@@ -59,11 +61,8 @@ class Gradebook:
         """{learner: fingerprint} of the learners already graded."""
         return dict(self.db.execute("SELECT learner, fingerprint FROM learners"))
 
-    def run_ids(self) -> dict[str, str]:
-        return dict(self.db.execute("SELECT learner, run_id FROM learners"))
-
     def commit_learner(self, learner: str, fingerprint: str, source: str, run_id: str,
-                       rows: Iterable[dict[str, Any]], feedback: Iterable[tuple[str, str, str]] = ()) -> None:
+                       rows: Iterable[GradeRow], feedback: Iterable[tuple[str, str, str]] = ()) -> None:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
@@ -71,9 +70,8 @@ class Gradebook:
             db.execute("DELETE FROM feedback WHERE learner = ?", (learner,))
             for seq, row in enumerate(rows):
                 db.execute("INSERT INTO grades VALUES (?,?,?,?,?,?,?,?,?,?)",
-                           (learner, row["chapter"], row["kind"], row["component"], seq,
-                            float(row["points"]), float(row["max_points"]), row["status"],
-                            row["message"], row["isolation"]))
+                           (learner, row.chapter, row.kind, row.component, seq, float(row.points),
+                            float(row.max_points), row.status, row.message, row.isolation))
             for chapter, name, content in feedback:
                 db.execute("INSERT OR REPLACE INTO feedback VALUES (?,?,?,?)", (learner, chapter, name, content))
             db.execute("INSERT OR REPLACE INTO learners VALUES (?,?,?,?,?)",
@@ -95,8 +93,8 @@ class Gradebook:
             db.execute("ROLLBACK")
             raise
 
-    def rows(self, learner: str | None = None) -> list[dict[str, Any]]:
-        """The table, with written answers graded by hand in place of their "needs manual grading" rows."""
+    def table(self, learner: str | None = None) -> list[tuple[str, GradeRow]]:
+        """(learner, row) for every row, written answers graded by hand in place of their "needs manual grading" rows."""
         by_hand = f"m.points IS NOT NULL AND g.status = '{MANUAL}'"
         query = (f"SELECT g.learner, g.chapter, g.kind, g.component, "
                  f"CASE WHEN {by_hand} THEN MIN(m.points, g.max_points) ELSE g.points END, g.max_points, "
@@ -109,7 +107,10 @@ class Gradebook:
             query += " WHERE g.learner = ?"
             args = (learner,)
         query += " ORDER BY g.learner, g.chapter, CASE g.kind WHEN 'course_lib' THEN 0 ELSE 1 END, g.seq"
-        return [dict(zip(COLUMNS, r)) for r in self.db.execute(query, args)]
+        return [(r[0], GradeRow(*r[1:])) for r in self.db.execute(query, args)]
+
+    def rows(self, learner: str) -> list[GradeRow]:
+        return [row for _, row in self.table(learner)]
 
     def learners(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT learner FROM learners ORDER BY learner")]
@@ -123,16 +124,16 @@ class Gradebook:
         with open(tmp, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(COLUMNS)
-            for row in self.rows():
-                writer.writerow([_fmt(row[c]) for c in COLUMNS])
+            for learner, row in self.table():
+                writer.writerow([learner] + [_fmt(getattr(row, c)) for c in COLUMNS[1:]])
         tmp.replace(path)
 
     def export_totals(self, path: Path) -> None:
         totals: dict[tuple[str, str, str], list[float]] = {}
-        for row in self.rows():
-            t = totals.setdefault((row["learner"], row["chapter"], row["kind"]), [0.0, 0.0])
-            t[0] += row["points"]
-            t[1] += row["max_points"]
+        for learner, row in self.table():
+            t = totals.setdefault((learner, row.chapter, row.kind), [0.0, 0.0])
+            t[0] += row.points
+            t[1] += row.max_points
         tmp = path.with_suffix(".csv.tmp")
         with open(tmp, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh, lineterminator="\n")

@@ -1,0 +1,119 @@
+"""What a grading run grades: each chapter's cases (public, then hidden), their inputs, and the values
+they are judged against (the reference's outputs and those of the known-wrong variants).
+
+Everything here is computed in the grader's own process with the reference; learner code never runs here.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+from course_lib.provided import chapters
+from course_lib.provided.checking import Case
+from course_lib.provided.layout import LAYOUT, chapter_facts, modules_for, prerequisites
+from course_lib.provided.loader import load_file
+
+from .refs import outputs_for
+
+Tensors = dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class GradedCase:
+    index: int
+    case: Case
+    hidden: bool
+    label: str          # the name shown to the learner: the case's name, or "hidden case N"
+
+
+@dataclass
+class Chapter:
+    number: str
+    title: str
+    spec: ModuleType
+    cases: list[GradedCase]
+    inputs: list[Tensors]
+    expected: list[Tensors]
+    mistakes: list[dict[str, Tensors]]
+    inputs_file: Path           # the inputs, saved once for every sandbox of this run
+    own_modules: list[str]      # course_lib files this chapter grades
+    modules: list[str]          # the files it runs: its prerequisites' modules, then its own
+    prereqs: list[str]          # chapters it builds on, directly or not, earliest first
+
+    def prereq_modules(self) -> list[str]:
+        return [m for m in self.modules if m not in self.own_modules]
+
+
+def hidden_cases(number: str) -> list[Case]:
+    path = LAYOUT.hidden_file(number)
+    if not path.is_file():
+        return []
+    return list(load_file(f"course_hidden_ch{number}", path).CASES)
+
+
+_PREPARED: dict[str, Chapter] = {}
+_CACHE_DIR: list[Path] = []
+
+
+def _cache_dir() -> Path:
+    if not _CACHE_DIR:
+        _CACHE_DIR.append(Path(tempfile.mkdtemp(prefix=f"course_grade_{os.getpid()}_inputs_")))
+        atexit.register(shutil.rmtree, _CACHE_DIR[0], True)
+    return _CACHE_DIR[0]
+
+
+def prepare(number: str) -> Chapter:
+    """Inputs, expected outputs and known-wrong outputs of every case of a chapter (once per process)."""
+    if number in _PREPARED:
+        return _PREPARED[number]
+    spec = chapters.load_spec(number)
+    graded = [GradedCase(i, c, False, c.name) for i, c in enumerate(spec.CASES)]
+    for k, c in enumerate(hidden_cases(number), start=1):
+        graded.append(GradedCase(len(graded), c, True, f"hidden case {k}"))
+    inputs, expected, mistakes = [], [], []
+    for g in graded:
+        torch.manual_seed(0)
+        x = g.case.make_inputs(g.case.seed)
+        out = outputs_for(number, g.case, x)
+        inputs.append(x)
+        expected.append(out["expected"])
+        mistakes.append(out["mistakes"])
+    inputs_file = _cache_dir() / f"ch{number}_inputs.pt"
+    torch.save([{k: v.clone() for k, v in x.items()} for x in inputs], inputs_file)
+    facts = chapter_facts(number)
+    chapter = Chapter(number, facts.title, spec, graded, inputs, expected, mistakes, inputs_file,
+                      list(facts.modules), modules_for(number), prerequisites(number))
+    _PREPARED[number] = chapter
+    return chapter
+
+
+def chapters_to_run(numbers: list[str]) -> list[str]:
+    """The chapters graded, with the prerequisites their messages need, earliest first."""
+    wanted = set(numbers)
+    for n in numbers:
+        wanted.update(prerequisites(n))
+    return sorted(wanted)
+
+
+def grader_fingerprint(numbers: list[str], prereqs: str) -> str:
+    """Changes when the chapters graded, their specs, hidden cases, variants, the reference or the policy change."""
+    h = hashlib.sha256(f"{','.join(numbers)}|prereqs={prereqs}".encode())
+    for number in chapters_to_run(numbers):
+        for path in (LAYOUT.spec(number), LAYOUT.hidden_file(number), LAYOUT.mistakes_file(number)):
+            h.update(path.read_bytes() if path.is_file() else b"-")
+    for path in LAYOUT.reference_modules():
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cleanup() -> None:
+    if _CACHE_DIR:
+        shutil.rmtree(_CACHE_DIR.pop(), ignore_errors=True)

@@ -1,0 +1,86 @@
+"""What a grading run hands out: grades.csv, totals.csv and one Markdown feedback file per learner
+(plus each notebook's feedback HTML), all read back from the grade table."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from course_lib.provided import chapters
+from course_lib.provided.layout import SpecError, chapter_facts
+
+from .gradebook import Gradebook
+from .rows import GradeRow, total
+
+SECTIONS = (("course_lib", "course_lib checks"), ("notebook", "Notebook"), ("submission", "Submission"))
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _title(number: str) -> str:
+    try:
+        return " — " + chapter_facts(number).title
+    except (SpecError, ValueError):
+        return ""
+
+
+def _section(heading: str, rows: list[GradeRow]) -> list[str]:
+    got, possible = total(rows)
+    lines = [f"### {heading}: {got:g} / {possible:g}", "", "| check | points | status |", "|---|---|---|"]
+    lines += [f"| {_md(r.component)} | {r.points:g} / {r.max_points:g} | {r.status} |" for r in rows]
+    lines.append("")
+    groups: dict[str, list[str]] = {}
+    for r in rows:
+        if r.status != "pass" and r.message:
+            groups.setdefault(r.message, []).append(r.component)
+    if groups:
+        lines += ["What to fix:", ""]
+        for message, components in groups.items():
+            checks = "; ".join(f"*{_md(c)}*" for c in components)
+            lines.append(f"- {_md(message)}  \n  ({len(components)} check(s): {checks})")
+        lines.append("")
+    return lines
+
+
+def feedback_markdown(learner: str, rows: list[GradeRow], mistake_texts: dict[str, dict[str, str]]) -> str:
+    """One learner's feedback: per chapter, the points of each part and what to fix, grouped by message."""
+    lines = [f"# Feedback for {learner}", ""]
+    by_chapter: dict[str, list[GradeRow]] = {}
+    for r in rows:
+        by_chapter.setdefault(r.chapter, []).append(r)
+    for number, rs in sorted(by_chapter.items()):
+        got, possible = total(rs)
+        lines += [f"## Chapter {number}{_title(number)}: {got:g} / {possible:g} points", ""]
+        for kind, heading in SECTIONS:
+            of_kind = [r for r in rs if r.kind == kind]
+            if of_kind:
+                lines += _section(heading, of_kind)
+        named = sorted({text for r in rs for text in mistake_texts.get(number, {}).values()
+                        if r.status == "fail" and text in r.message})
+        if named:
+            lines += ["### Known mistakes recognised", ""] + [f"- {_md(t)}" for t in named] + [""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _mistake_texts() -> dict[str, dict[str, str]]:
+    texts = {}
+    for n in chapters.available():
+        try:
+            texts[n] = dict(chapters.load_spec(n).MISTAKES)
+        except Exception:  # noqa: BLE001 - a broken spec costs its names, never the export
+            texts[n] = {}
+    return texts
+
+
+def export(book: Gradebook, out: Path) -> None:
+    """Write grades.csv, totals.csv and feedback/<learner>.md (+ notebook HTML) from the grade table."""
+    book.export_csv(out / "grades.csv")
+    book.export_totals(out / "totals.csv")
+    folder = out / "feedback"
+    folder.mkdir(exist_ok=True)
+    texts = _mistake_texts()
+    for learner in book.learners():
+        text = feedback_markdown(learner, book.rows(learner), texts)
+        (folder / f"{learner}.md").write_text(text, encoding="utf-8")
+        for _chapter, name, content in book.feedback_files(learner):
+            (folder / f"{learner}_{Path(name).name}").write_text(content, encoding="utf-8")
