@@ -1,22 +1,13 @@
-"""Chapter 02 public checks: scaled dot-product attention.
+"""Chapter 02 extra tests of scaled dot-product attention, beyond the cases of tests/specs/ch02.py.
 
-Each case of tests/specs/ch02.py becomes one test; it runs against `--impl` (reference by default,
-`--impl learner` for your course_lib) and fails with the same message `course check ch02` prints.
+The spec's cases are tests/test_public.py (`-k ch02`); these add what a case cannot say: agreement
+with PyTorch's fused attention, the error for a float mask, and dropout. Like the public cases they
+run against `--impl` (reference by default, `--impl learner` for your course_lib).
 """
 from __future__ import annotations
 
 import pytest
 import torch
-
-from course_lib.provided import chapters
-
-SPEC = chapters.load_spec("02")
-
-
-@pytest.mark.parametrize("case", [c.name for c in SPEC.CASES])
-def test_public_case(impl, case: str) -> None:
-    (result,) = chapters.run_chapter("02", impl, cases=[case])
-    assert result.status == "pass", result.message
 
 
 def test_rejects_a_float_mask_with_a_clear_error(impl) -> None:

@@ -49,7 +49,7 @@ def test_checks_run_on_the_learners_code_in_the_tree(tree: Path) -> None:
 
 
 def test_pytest_in_the_tree_grades_the_learners_code(tree: Path) -> None:
-    proc = run(tree, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_ch02_attention.py")
+    proc = run(tree, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_public.py")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "not implemented yet" in proc.stdout and "failed" in proc.stdout
 
