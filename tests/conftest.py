@@ -1,6 +1,6 @@
 """Shared pytest options: which course_lib the public chapter checks run on.
 
-    pytest --impl learner tests/test_ch02_attention.py     # your course_lib (what `course check` runs)
+    pytest --impl learner tests/test_public.py -k ch02     # your course_lib (what `course check` runs)
     pytest --impl reference                                # the instructor's reference implementation
 
 The default is the reference where it exists (the instructor's repository, whose own suite must be

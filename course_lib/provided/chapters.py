@@ -80,10 +80,12 @@ def prereq_note(number: str, failing: dict[str, tuple[int, int]]) -> str:
     return f"Chapter {number} uses {' and '.join(parts)}: fix those first."
 
 
-def run_with_prerequisites(chapter: str | int, impl: Any) -> tuple[list[Result], dict[str, tuple[int, int]]]:
+def run_with_prerequisites(chapter: str | int, impl: Any, annotate: bool = True
+                           ) -> tuple[list[Result], dict[str, tuple[int, int]]]:
     """The public cases of a chapter, with the failures of each earlier chapter it builds on named.
 
-    Returns the chapter's results (failed ones headed by ``prereq_note``) and {prerequisite: (failed, run)}.
+    Returns the chapter's results (with ``annotate``, failed ones headed by ``prereq_note``) and
+    {prerequisite: (checks failed, checks run)}.
     """
     number = normalise(chapter)
     failing = {}
@@ -94,7 +96,7 @@ def run_with_prerequisites(chapter: str | int, impl: Any) -> tuple[list[Result],
             failing[p] = (bad, len(done))
     results = run_chapter(number, impl)
     note = prereq_note(number, failing)
-    if note:
+    if note and annotate:
         for r in results:
             if r.status != "pass":
                 r.message = f"{note} [{r.message}]"

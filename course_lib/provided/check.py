@@ -43,13 +43,17 @@ def main(argv: list[str] | None = None) -> int:
         number = chapters.normalise(args.chapter)
     except ValueError as err:
         parser.error(str(err))
-    results = check(number, args.impl)
+    results, failing = chapters.run_with_prerequisites(number, load_impl(args.impl), annotate=args.json)
     earned, possible = total(results)
     if args.json:
         print(json.dumps({"chapter": number, "earned": earned, "possible": possible,
+                          "prerequisites_failing": {p: {"failed": f, "run": n} for p, (f, n) in failing.items()},
                           "results": [asdict(r) for r in results]}, indent=2, ensure_ascii=False))
     else:
         spec = chapters.load_spec(number)
         print(f"Chapter {number} — {spec.TITLE}: checks on the {args.impl}'s course_lib\n")
+        note = chapters.prereq_note(number, failing)
+        if note:
+            print(textwrap.fill(f"{note} (`course check ch{min(failing)}` shows what is wrong there.)", 100) + "\n")
         print(table(results))
     return 0 if earned == possible else 1
