@@ -137,10 +137,10 @@ class ChapterFacts:
     requires: tuple[str, ...]   # the chapters it builds on directly (their modules are imported)
 
 
-def _literals(path: Path) -> dict[str, object]:
-    """Top-level ``NAME = <literal>`` and ``NAME: type = <literal>`` assignments of a Python file."""
+def _literals(path: Path, source: bytes) -> dict[str, object]:
+    """Top-level ``NAME = <literal>`` and ``NAME: type = <literal>`` assignments of a Python source."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tree = ast.parse(source, filename=str(path))
     except SyntaxError as err:
         raise SpecError(f"{path}:{err.lineno}: not valid Python: {err.msg}") from None
     found: dict[str, object] = {}
@@ -161,9 +161,9 @@ def _literals(path: Path) -> dict[str, object]:
 
 
 @lru_cache(maxsize=None)
-def _facts(spec: Path, stamp: float) -> ChapterFacts:
+def _facts(spec: Path, source: bytes) -> ChapterFacts:
     number = spec.stem[2:]
-    values = _literals(spec)
+    values = _literals(spec, source)
     title, modules, requires = values.get("TITLE"), values.get("MODULES"), values.get("REQUIRES", [])
     if not isinstance(title, str) or not title:
         raise SpecError(f"{spec}: TITLE must be a string literal, e.g. TITLE = \"Attention\"")
@@ -179,7 +179,7 @@ def chapter_facts(number: str | int, layout: Layout = LAYOUT) -> ChapterFacts:
     spec = layout.spec(number)
     if not spec.is_file():
         raise SpecError(f"chapter {number} has no spec ({layout.rel(spec)})")
-    return _facts(spec, spec.stat().st_mtime)
+    return _facts(spec, spec.read_bytes())
 
 
 def prerequisites(number: str | int, layout: Layout = LAYOUT) -> list[str]:

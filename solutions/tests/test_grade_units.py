@@ -1,0 +1,136 @@
+"""Unit tests of the grader's pure parts: layout facts, hidden-case redaction, decoding a child's record,
+feedback rendering and prerequisite notes. Fast: no sandbox, no subprocess."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from course_admin.report import feedback_markdown
+from course_admin.rows import GradeRow
+from course_admin.verdict import decode, describe_exit, redact_hidden
+from course_lib.provided import chapters
+from course_lib.provided.checking import CheckFailure
+from course_lib.provided.layout import (Layout, SpecError, chapter_facts, chapter_number, modules_for, owner_of,
+                                        prerequisites)
+
+MISTAKES = {"no_scale": "The scores are not divided by √d_k."}
+
+
+# ---------------------------------------------------------------- layout: a chapter's facts by number
+def spec(root: Path, number: str, body: str) -> None:
+    (root / "tests" / "specs").mkdir(parents=True, exist_ok=True)
+    (root / "tests" / "specs" / f"ch{number}.py").write_text(body)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Layout:
+    spec(tmp_path, "02", 'TITLE = "Attention"\nMODULES = ["attention.py"]\nCASES = [object()]\n')
+    spec(tmp_path, "03", 'TITLE: str = "Multi-head"\nMODULES: list[str] = ["multihead.py"]\nREQUIRES = ["2"]\n')
+    spec(tmp_path, "05", 'TITLE = "Encoder"\nMODULES = ["encoder.py", "norm.py"]\nREQUIRES = ["03"]\n')
+    return Layout(tmp_path)
+
+
+def test_chapter_numbers() -> None:
+    assert [chapter_number(x) for x in ("ch02", "02", "2", 2, " CH7 ")] == ["02", "02", "02", "02", "07"]
+    with pytest.raises(ValueError, match="write it as ch02"):
+        chapter_number("attention")
+
+
+def test_facts_read_annotated_literals_without_importing(tree: Layout) -> None:
+    facts = chapter_facts("03", tree)
+    assert (facts.title, facts.modules, facts.requires) == ("Multi-head", ("multihead.py",), ("02",))
+    assert tree.chapters() == ["02", "03", "05"]
+
+
+def test_prerequisites_are_transitive_and_modules_are_their_union(tree: Layout) -> None:
+    assert prerequisites("05", tree) == ["02", "03"]
+    assert modules_for("05", tree) == ["attention.py", "multihead.py", "encoder.py", "norm.py"]
+    assert modules_for("02", tree) == ["attention.py"] and prerequisites("02", tree) == []
+    assert owner_of("norm.py", tree) == "05"
+
+
+def test_a_cycle_or_a_bad_spec_is_named(tree: Layout) -> None:
+    spec(tree.root, "02", 'TITLE = "Attention"\nMODULES = ["attention.py"]\nREQUIRES = ["05"]\n')
+    with pytest.raises(SpecError, match="cycle"):
+        prerequisites("05", tree)
+    with pytest.raises(SpecError, match="exactly one"):
+        owner_of("missing.py", tree)
+    spec(tree.root, "04", 'TITLE = "PE"\nMODULES = "pe.py"\n')
+    with pytest.raises(SpecError, match="MODULES must be a list"):
+        chapter_facts("04", tree)
+
+
+def test_the_real_chapter_02() -> None:
+    facts = chapter_facts("02")
+    assert facts.modules == ("attention.py",) and facts.requires == ()
+
+
+# ---------------------------------------------------------------- hidden cases say no inputs, shapes or values
+@pytest.mark.parametrize(("message", "expected"), [
+    ("output: shape (3, 9, 5), expected (3, 9, 4)", "wrong shape of output"),
+    ("output: dtype torch.float32, expected torch.float64 (keep ...)", "wrong dtype (keep the dtype of the inputs)"),
+    ("weights: 4 NaN value(s) where the reference is finite, first at index (1, 5, 0)",
+     "weights: NaN or inf values where the reference is finite"),
+    ("output: values differ at 3 of 135 positions; largest difference 0.2 at index (0, 1, 2) (got 1, expected 0.8)",
+     "output: values differ from the reference"),
+    ("raised RuntimeError: size mismatch (9 vs 11) (at attention.py:40: scores = q @ k)",
+     "raised RuntimeError (at attention.py:40)"),
+    ("output: expected a torch.Tensor, got ndarray", "output: expected a torch.Tensor"),
+    ("not implemented yet: Chapter 02", "not implemented yet: Chapter 02"),
+    ("something nobody foresaw with seq_q=9", "failed"),
+])
+def test_redact_hidden(message: str, expected: str) -> None:
+    assert redact_hidden(message, [], MISTAKES) == expected
+
+
+def test_redact_hidden_keeps_only_a_known_mistake() -> None:
+    assert redact_hidden("output: values differ ... (got 1, expected 2)", ["no_scale"], MISTAKES) == MISTAKES["no_scale"]
+
+
+# ---------------------------------------------------------------- decoding what a child wrote
+def test_decode_accepts_plain_tensors_and_failures() -> None:
+    out = decode({"kind": "outputs", "outputs": {"output": torch.ones(2)}})
+    assert torch.equal(out["output"], torch.ones(2))
+    failure = decode({"kind": "exception", "message": "x" * 5000})
+    assert isinstance(failure, CheckFailure) and len(str(failure)) == 600
+    odd = decode({"kind": "outputs", "outputs": {"output": {"not_tensor": "nd array!"}}})
+    assert type(odd["output"]).__name__ == "nd_array_"
+
+
+@pytest.mark.parametrize("record", [None, [], {"kind": "outputs"}, {"kind": "outputs", "outputs": {"o": 3}},
+                                    {"kind": "mystery"}])
+def test_decode_refuses_anything_else(record) -> None:
+    with pytest.raises(ValueError):
+        decode(record)
+
+
+def test_describe_exit() -> None:
+    assert describe_exit(None) == "stopped at the time limit"
+    assert "memory" in describe_exit(-9) and "SIGKILL" in describe_exit(-9)
+    assert "sys.exit" in describe_exit(0)
+
+
+# ---------------------------------------------------------------- feedback
+def row(component: str, points: float, status: str, message: str = "", kind: str = "course_lib") -> GradeRow:
+    return GradeRow("02", kind, component, points, 1.0, status, message, "bwrap")
+
+
+def test_feedback_groups_failures_by_message_and_names_known_mistakes() -> None:
+    text = MISTAKES["no_scale"] + " [output: values differ]"
+    rows = [row("a|b", 1.0, "pass"), row("c", 0.0, "fail", text), row("hidden case 1", 0.0, "fail", text),
+            row("cell-1", 0.0, "needs manual grading", "graded by hand", kind="notebook")]
+    md = feedback_markdown("ada", rows, {"02": MISTAKES})
+    assert "## Chapter 02 — Attention: 1 / 4 points" in md
+    assert "### course_lib checks: 1 / 3" in md and "### Notebook: 0 / 1" in md
+    assert "| a\\|b | 1 / 1 | pass |" in md
+    assert "(2 check(s): *c*; *hidden case 1*)" in md
+    assert "### Known mistakes recognised" in md and f"- {MISTAKES['no_scale']}" in md
+
+
+# ---------------------------------------------------------------- prerequisite notes
+def test_prereq_note() -> None:
+    assert chapters.prereq_note("03", {}) == ""
+    note = chapters.prereq_note("03", {"02": (2, 9)})
+    assert note == "Chapter 03 uses your chapter 02 (attention.py), which fails 2 of 9 checks: fix those first."
