@@ -66,26 +66,46 @@ def _audit(allowed_roots: list[str]):
     return hook
 
 
+def _record(actual: object, describe, tensor_type: type) -> dict:
+    """A probe's result as plain data: tensors copied to the CPU, anything else named by its type."""
+    if isinstance(actual, BaseException):
+        try:
+            message = describe(actual)
+        except BaseException:  # noqa: BLE001
+            message = f"raised {type(actual).__name__}"
+        return {"kind": "exception", "message": str(message)[:MAX_MESSAGE]}
+    if not isinstance(actual, dict):
+        return {"kind": "not_dict", "type": type(actual).__name__}
+    outputs: dict[str, object] = {}
+    for key, value in actual.items():
+        key = str(key)[:100]
+        if type(value) is tensor_type:
+            try:
+                outputs[key] = value.detach().to("cpu").clone().contiguous()
+            except BaseException as exc:  # noqa: BLE001
+                outputs[key] = {"not_tensor": f"Tensor that cannot be copied ({type(exc).__name__})"}
+        elif isinstance(value, tensor_type):
+            outputs[key] = {"not_tensor": f"{type(value).__name__} (a Tensor subclass)"}
+        else:
+            outputs[key] = {"not_tensor": type(value).__name__}
+    return {"kind": "outputs", "outputs": outputs}
+
+
 def main() -> int:
     start = int(sys.argv[1])
     with open(os.path.join(BOX, "job.json"), encoding="utf-8") as fh:
         job = json.load(fh)
+    # -I -S: no site, no .pth files, no script folder; the box (which always holds course_lib/) comes first.
     sys.path[:0] = [BOX, job["site_packages"]]
     sys.stdout = _CappedStream(1, job["output_cap"])
     sys.stderr = _CappedStream(2, job["output_cap"])
 
     import importlib.util
-    import traceback
 
     import torch
 
     from course_lib.provided import checking  # the instructor's copy, in the sandbox
     from course_lib.provided.loader import Impl
-
-    here = os.path.realpath(os.path.dirname(__import__("course_lib").__file__))
-    if here != os.path.realpath(os.path.join(BOX, "course_lib")):
-        print(f"course_lib came from {here}, not from the sandbox", file=sys.__stderr__)
-        return 3
 
     spec_path = os.path.join(BOX, job["spec"])
     module_spec = importlib.util.spec_from_file_location(f"course_spec_ch{job['chapter']}", spec_path)
@@ -98,7 +118,8 @@ def main() -> int:
     describe = checking._describe_exception
     run_probe = checking.run_probe
     probes = dict(spec.PROBES)
-    save = torch.save
+    save = torch.save  # taken before learner code runs, which may replace torch's attributes
+    tensor_type = torch.Tensor
 
     if job.get("audit"):
         sys.addaudithook(_audit([BOX, job["python_prefix"], job["site_packages"]]))
@@ -115,28 +136,7 @@ def main() -> int:
             actual = run_probe(probes, _Case(item["probe"]), impl, all_inputs[index])
         except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from learner code too
             actual = exc
-        if isinstance(actual, BaseException):
-            try:
-                message = describe(actual)
-            except BaseException:  # noqa: BLE001
-                message = f"raised {type(actual).__name__}"
-            record = {"kind": "exception", "message": str(message)[:MAX_MESSAGE]}
-        elif isinstance(actual, dict):
-            outputs = {}
-            for key, value in actual.items():
-                key = str(key)[:100]
-                if type(value) is torch.Tensor:
-                    try:
-                        outputs[key] = value.detach().to("cpu").clone().contiguous()
-                    except BaseException as exc:  # noqa: BLE001
-                        outputs[key] = {"not_tensor": f"Tensor that cannot be copied ({type(exc).__name__})"}
-                elif isinstance(value, torch.Tensor):
-                    outputs[key] = {"not_tensor": f"{type(value).__name__} (a Tensor subclass)"}
-                else:
-                    outputs[key] = {"not_tensor": type(value).__name__}
-            record = {"kind": "outputs", "outputs": outputs}
-        else:
-            record = {"kind": "not_dict", "type": type(actual).__name__}
+        record = _record(actual, describe, tensor_type)
         tmp = os.path.join(out_dir, f".{index:03d}.tmp")
         save(record, tmp)
         os.replace(tmp, os.path.join(out_dir, f"{index:03d}.pt"))

@@ -55,14 +55,8 @@ def _function_spans(tree: ast.Module) -> list[tuple[int, int, int, str]]:
     return spans
 
 
-def strip_solutions(text: str, filename: str, message: str | None = None, header: str = "") -> str:
-    """Replace each solution block of a Python source by ``raise NotImplementedError(message)``.
-
-    ``message`` may contain ``{function}``, filled with the name of the def that encloses the block.
-    Raises ReleaseError (naming ``filename`` and the line) on unbalanced or nested markers, a marker
-    that shares its line with code, or a block outside a function.
-    """
-    lines = text.splitlines(keepends=True)
+def _solution_blocks(lines: list[str], filename: str) -> list[tuple[int, int, str]]:
+    """(begin index, end index, indent) of every solution block, 0-based; bad markers raise ReleaseError."""
     blocks: list[tuple[int, int, str]] = []  # (begin index, end index, indent), 0-based
     begin: tuple[int, str] | None = None
     for i, line in enumerate(lines):
@@ -84,6 +78,18 @@ def strip_solutions(text: str, filename: str, message: str | None = None, header
             begin = None
     if begin is not None:
         raise ReleaseError(f"{filename}:{begin[0] + 1}: `### BEGIN SOLUTION` is never closed by `### END SOLUTION`")
+    return blocks
+
+
+def strip_solutions(text: str, filename: str, message: str | None = None, header: str = "") -> str:
+    """Replace each solution block of a Python source by ``raise NotImplementedError(message)``.
+
+    ``message`` may contain ``{function}``, filled with the name of the def that encloses the block.
+    Raises ReleaseError (naming ``filename`` and the line) on unbalanced or nested markers, a marker
+    that shares its line with code, or a block outside a function.
+    """
+    lines = text.splitlines(keepends=True)
+    blocks = _solution_blocks(lines, filename)
     if not blocks:
         return header + text
 

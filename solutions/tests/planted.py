@@ -54,20 +54,32 @@ def _in_body(code: str) -> str:
     return _sub(BODY, indented + BODY)
 
 
-def planted(port: int, gradebook: Path, victim: Path) -> dict[str, dict]:
-    """{learner: {"files": {relpath: text}, "expected": [points...], "mistakes": [...], "status": ...}}"""
-    no_scale = _sub(SCALE, UNSCALED)
-    no_scale_vector = _mask([8])  # only "inputs not modified in place" passes
-    p: dict[str, dict] = {}
+NO_SCALE = _sub(SCALE, UNSCALED)
+NO_SCALE_VECTOR = _mask([8])  # only "inputs not modified in place" passes
 
-    def add(name: str, attention: str | None, expected: list[float], extra: dict[str, str] | None = None,
+
+class _Planted(dict):
+    """{learner: {"files": {relpath: text}, "expected": [points...], "mistakes": [...], "status": ...}}"""
+
+    def add(self, name: str, attention: str | None, expected: list[float], extra: dict[str, str] | None = None,
             **more) -> None:
         files = dict(extra or {})
         if attention is not None:
             files["course_lib/attention.py"] = attention
             files.setdefault("course_lib/__init__.py", "")
-        p[name] = {"files": files, "expected": expected, **more}
+        self[name] = {"files": files, "expected": expected, **more}
 
+
+def planted(port: int, gradebook: Path, victim: Path) -> dict[str, dict]:
+    """Every planted learner: mistakes and faults, then attacks on the grader (see the module docstring)."""
+    p = _Planted()
+    _mistakes_and_faults(p)
+    _attacks(p, port, gradebook, victim)
+    return dict(p)
+
+
+def _mistakes_and_faults(p: _Planted) -> None:
+    add, no_scale, no_scale_vector = p.add, NO_SCALE, NO_SCALE_VECTOR
     add("correct", REFERENCE, FULL)
     add("victim", REFERENCE, FULL)
     add("wrong_values", no_scale, no_scale_vector, mistakes=["not divided by √d_k"])
@@ -94,6 +106,10 @@ def planted(port: int, gradebook: Path, victim: Path) -> dict[str, dict]:
         "hoard = []\n"
         "while True:\n"
         "    hoard.append(torch.empty(256 * 2**20, dtype=torch.uint8))"), ZERO)
+
+
+def _attacks(p: _Planted, port: int, gradebook: Path, victim: Path) -> None:
+    add, no_scale, no_scale_vector = p.add, NO_SCALE, NO_SCALE_VECTOR
     add("huge_output", _prefix("for _ in range(300):\n    print('x' * 1_000_000)"), FULL)
     add("left_running", _prefix(
         "import os, signal, subprocess, time\n"
@@ -145,7 +161,6 @@ def planted(port: int, gradebook: Path, victim: Path) -> dict[str, dict]:
         "    except OSError:\n"
         "        pass\n"
         "shutil.rmtree(" + repr(str(victim)) + ", ignore_errors=True)\n"), FULL)
-    return p
 
 
 def write(learners: dict[str, dict], root: Path, zipped: tuple[str, ...] = ()) -> Path:
