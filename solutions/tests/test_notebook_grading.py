@@ -1,5 +1,8 @@
 """Planted notebooks through the notebook half of the grader (solutions/course_admin/notebooks.py).
 
+The pure parts (scrubbing, decoding, reconciling, the feedback page) have fast tests of their own in
+test_notebook_units.py.
+
 Each planted case has an expected score per cell. A small nbgrader source notebook is generated here with
 nbformat, so the suite does not depend on the chapter notebooks; the real chapter 02 notebook is graded at
 the end when it exists. Every autograde starts a worker, nbgrader and a kernel: about 5-10 s each.
@@ -19,9 +22,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 REPO = Path(__file__).resolve().parents[2]
 
-from course_admin.notebooks import (
-    CellGrade, NotebookGrade, find_source_notebook, grade_notebook, isolation,
-)
+from course_admin import procs
+from course_admin.notebooks import CellGrade, NotebookGrade, find_source_notebook, grade_notebook
 
 HIDDEN_MARK = "HIDDEN_SENTINEL_9f3c"
 LOOP_MARK = "LOOP_SENTINEL_5e1a"
@@ -147,9 +149,10 @@ def grade(tmp_path: Path, chapter, nb, attention: str | None = CORRECT, *, raw: 
     started = time.monotonic()
     result = grade_notebook(path, snap, "02", tmp_path / "work", source_notebook=source, **kw)
     seconds = time.monotonic() - started
-    print(f"\nautograde took {seconds:.1f} s ({isolation()}): "
+    print(f"\nautograde took {seconds:.1f} s ({result.isolation}): "
           + ", ".join(f"{c.name}={c.points:g}/{c.max_points:g} {c.status}" for c in result.cells))
     assert isinstance(result, NotebookGrade)
+    assert result.isolation == expected_isolation()
     return result
 
 
@@ -182,6 +185,15 @@ def no_leftovers(tmp_path: Path) -> list[str]:
             if str(tmp_path) in cmd and stat[stat.rindex(")") + 2] != "Z":
                 left.append(f"{entry}: {cmd[:200]}")
     return left
+
+
+def expected_isolation() -> str:
+    """What the kernel should run under: bwrap wherever it works, unless switched off."""
+    if os.environ.get("COURSE_GRADE_ISOLATION") == "rlimits":
+        return "rlimits"
+    if Path("/usr/bin/bwrap").exists():
+        assert procs.bwrap_works()[0], "bubblewrap is installed but does not work"
+    return "bwrap" if procs.bwrap_works()[0] else "rlimits"
 
 
 FULL = {"test_rows_sum_to_one": 2, "test_scaled": 3, "test_warning_is_fine": 1, "why_scale": 0}
@@ -295,6 +307,8 @@ def test_keyboard_interrupt_swallowing_loop(tmp_path, chapter):
     autograded = next((tmp_path / "work" / "course" / "autograded").rglob("*.ipynb"))
     cell = nbformat.read(autograded, as_version=4).cells[2]
     assert any(o.get("ename") == "CellTimeoutError" for o in cell.outputs)
+    spec = tmp_path / "work" / "jupyter" / "kernels" / "course-grader" / "kernel.json"
+    assert (json.loads(spec.read_text())["argv"][0] == "bwrap") == (result.isolation == "bwrap")
     time.sleep(0.5)
     leftovers = [p for p in no_leftovers(tmp_path)] + [
         p for p in os.listdir("/proc") if p.isdigit() and LOOP_MARK.encode()
@@ -304,8 +318,9 @@ def test_keyboard_interrupt_swallowing_loop(tmp_path, chapter):
 
 def test_fallback_without_bubblewrap_leaves_nothing_running(tmp_path, chapter, monkeypatch):
     """Where bubblewrap is missing, the worker reaps and kills the learner's leftovers itself."""
-    monkeypatch.setenv("COURSE_GRADER_NO_BWRAP", "1")
-    test_keyboard_interrupt_swallowing_loop(tmp_path, chapter)
+    monkeypatch.setenv("COURSE_GRADE_ISOLATION", "rlimits")
+    assert expected_isolation() == "rlimits"
+    test_keyboard_interrupt_swallowing_loop(tmp_path, chapter)  # grade() checks result.isolation
 
 
 def test_loop_inside_a_test_cell_scores_zero_there(tmp_path, chapter):
@@ -418,6 +433,7 @@ def test_real_chapter_02_notebook(tmp_path, impl):
     print(f"\nreal ch02 ({impl}) took {time.monotonic() - started:.1f} s: "
           + ", ".join(f"{c.name}={c.points:g}/{c.max_points:g} {c.status}: {c.message[:80]}" for c in result.cells))
     assert result.error is None, result.error
+    assert result.isolation == expected_isolation()
     manual = [c for c in result.cells if c.status == "needs manual grading"]
     auto = [c for c in result.cells if c.status != "needs manual grading"]
     assert manual and auto, "the real notebook should have a written answer and autograded cells"
