@@ -87,8 +87,9 @@ def notebook_rows(reader: Reader, chapter: plan.Chapter, opts: Options, work: Pa
         local = nb_work / Path(names[0]).name
         local.write_bytes(reader.read(names[0], 20 * 1024**2))
         grade = notebooks.grade_notebook(local, nb_work / "snapshot", chapter.number, nb_work / "work",
-                                         timeout_s=opts.notebook_timeout_s, memory_mb=opts.notebook_memory_mb)
-        isolation = getattr(grade, "isolation", opts.isolation)
+                                         timeout_s=opts.notebook_timeout_s, memory_mb=opts.notebook_memory_mb,
+                                         isolation=opts.isolation)
+        isolation = grade.isolation
         rows = [row(c.name, float(c.points or 0.0), float(c.max_points or 0.0),
                     "needs manual grading" if "manual" in c.status else c.status, c.message or "", isolation)
                 for c in grade.cells]
@@ -228,7 +229,6 @@ def main(argv: list[str] | None = None) -> int:
     args, numbers, opts = parse_args(argv)
     opts = replace(opts, isolation=sandbox.detect(args.isolation))
     if opts.isolation != "bwrap":
-        os.environ["COURSE_GRADE_ISOLATION"] = opts.isolation  # the notebook kernels follow the same choice
         if not args.quiet:
             print(f"course grade: bubblewrap unavailable ({sandbox.bwrap_works()[1]}); "
                   "falling back to rlimits, with no network or file-system isolation", file=sys.stderr)

@@ -1,7 +1,6 @@
 """Load the known-wrong variants of a chapter (solutions/mistakes/chNN.py) as patched implementations."""
 from __future__ import annotations
 
-from pathlib import Path
 from types import ModuleType
 
 from course_lib.provided.layout import LAYOUT
