@@ -38,7 +38,6 @@ from pathlib import Path
 
 from .layout import LAYOUT, Layout, SpecError, chapter_number, modules_for
 
-REPO_ROOT = LAYOUT.root
 
 LEARNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 
@@ -54,7 +53,7 @@ def _chapter(chapter: str) -> str:
         raise SubmitError(str(err)) from None
 
 
-def default_notebook(number: str, root: Path = REPO_ROOT) -> Path:
+def default_notebook(number: str, root: Path = LAYOUT.root) -> Path:
     found = sorted((root / "exercises").glob(f"ch{number}_*/ch{number}_*.ipynb"))
     found = [p for p in found if ".ipynb_checkpoints" not in p.parts]
     if not found:
@@ -64,7 +63,7 @@ def default_notebook(number: str, root: Path = REPO_ROOT) -> Path:
     return found[0]
 
 
-def learner_files(root: Path = REPO_ROOT) -> list[Path]:
+def learner_files(root: Path = LAYOUT.root) -> list[Path]:
     package = root / "course_lib"
     if not (package / "__init__.py").is_file():
         raise SubmitError(f"no course_lib package at {package}: run this from your course folder")
@@ -95,7 +94,7 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def build(number: str, learner: str, notebook: Path | None, dest: Path, root: Path = REPO_ROOT) -> dict:
+def build(number: str, learner: str, notebook: Path | None, dest: Path, root: Path = LAYOUT.root) -> dict:
     """Write the submission's files into the folder ``dest``; return the manifest."""
     files = learner_files(root)
     needed = _modules_for(number, root)
@@ -167,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             build(number, learner, None, dest)
             print(f"wrote {dest} (manifest and course_lib snapshot); now run: nbgrader submit {notebook.parent.name}")
             return 0
-        out = Path(args.out) if args.out else REPO_ROOT / "submissions"
+        out = Path(args.out) if args.out else LAYOUT.root / "submissions"
         out.mkdir(parents=True, exist_ok=True)
         name = f"{learner}_ch{number}"
         with tempfile.TemporaryDirectory() as tmp:

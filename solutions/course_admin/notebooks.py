@@ -39,7 +39,7 @@ from . import procs
 from .nb_cells import grade_plan, hidden_lines, load_learner_notebook, scrub, tail
 from .nb_feedback import feedback_html
 
-REPO_ROOT = LAYOUT.root
+
 SOURCE_ROOT = LAYOUT.sources
 
 DEFAULT_CELL_TIMEOUT_S = 60
@@ -151,7 +151,7 @@ def _grade(notebook: Path, snapshot: Path, chapter: str, workdir: Path, timeout_
         "notebook": source.stem, "learner": str(workdir / "learner.ipynb"),
         "snapshot": str(_kernel_root(snapshot, workdir / "kernel_root")), "isolation": isolation,
         "cell_timeout_s": max(1, min(cell_timeout_s, timeout_s)), "memory_mb": memory_mb,
-        "result": str(workdir / "result.json"), "repo_root": str(REPO_ROOT),
+        "result": str(workdir / "result.json"), "repo_root": str(LAYOUT.root),
     }
     rc, log = _run_worker(workdir, job, timeout_s)
     if rc == "timeout":
@@ -213,7 +213,7 @@ def _template(source: Path, timeout_s: int) -> Path:
     (course / "source" / source.parent.name).mkdir(parents=True)
     (course / "source" / source.parent.name / source.name).write_bytes(data)  # the notebook alone
     job = {"mode": "prepare", "course": str(course), "assignment": source.parent.name,
-           "notebook": source.stem, "result": str(build / "result.json"), "repo_root": str(REPO_ROOT)}
+           "notebook": source.stem, "result": str(build / "result.json"), "repo_root": str(LAYOUT.root)}
     rc, log = _run_worker(build, job, max(timeout_s, 120))
     result = build / "result.json"
     outcome = json.loads(result.read_text(encoding="utf-8")) if result.is_file() else {}
@@ -233,7 +233,7 @@ def _kernel_root(snapshot: Path, root: Path) -> Path:
         shutil.copytree(snapshot / "course_lib", root / "course_lib", symlinks=True,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for sub, pattern in (("specs", "*.py"), ("reference", "*.pt")):
-        folder = REPO_ROOT / "tests" / sub
+        folder = LAYOUT.root / "tests" / sub
         if folder.is_dir():
             (root / "tests" / sub).mkdir(parents=True, exist_ok=True)
             for path in folder.glob(pattern):

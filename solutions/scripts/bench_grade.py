@@ -21,8 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE = (REPO / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
+from course_lib.provided.layout import LAYOUT
+
+REPO = LAYOUT.root
+REFERENCE = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 SCALE = "scores = query @ key.transpose(-2, -1) / math.sqrt(d_k)"
 VARIANTS = {
     "correct": REFERENCE,

@@ -15,8 +15,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from course_admin import procs
 from course_admin.notebooks import CellGrade, NotebookGrade, grade_notebook
+from course_lib.provided.layout import LAYOUT
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = LAYOUT.root
 
 HIDDEN_MARK = "HIDDEN_SENTINEL_9f3c"
 LOOP_MARK = "LOOP_SENTINEL_5e1a"
@@ -107,7 +108,7 @@ def release_of(source: Path) -> nbformat.NotebookNode:
 
 # The correct implementation is read from the reference, never copied: learners receive tests/, and
 # solutions/tests/test_release.py checks that no solution line appears outside solutions/.
-CORRECT = (Path(__file__).resolve().parents[2] / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
+CORRECT = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 assert " / math.sqrt(d_k)" in CORRECT and "    return output, weights\n" in CORRECT
 UNSCALED = CORRECT.replace(" / math.sqrt(d_k)", "")
 

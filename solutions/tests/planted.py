@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-REFERENCE = (REPO / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
+from course_lib.provided.layout import LAYOUT
+
+REPO = LAYOUT.root
+REFERENCE = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 
 PUBLIC_POINTS = [1, 1, 0.5, 1.5, 1.5, 1.5, 1, 1, 1]
 HIDDEN_POINTS = [1] * 7

@@ -16,11 +16,12 @@ import threading
 import time
 from pathlib import Path
 
+import planted as plant
 import pytest
 
-import planted as plant
+from course_lib.provided.layout import LAYOUT
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = LAYOUT.root
 pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grade.py").is_file(),
                                 reason="the grader ships only with the instructor's repository")
 TIMEOUT = 10
