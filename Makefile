@@ -4,7 +4,11 @@ VENV ?= .venv
 TORCH_CONSTRAINTS ?= -c constraints-cpu.txt
 BIN := $(VENV)/bin
 
-.PHONY: install book test release refs check clean
+CH ?=
+LEARNER ?=
+FORCE ?=
+
+.PHONY: install book test release refs check submit lab clean
 
 $(BIN)/course: pyproject.toml constraints-cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +32,17 @@ release: install  ## regenerate course_lib stubs and exercises/ from solutions/
 
 refs: install  ## regenerate tests/reference/ from the reference implementation
 	$(BIN)/course refs
+
+check: install  ## the public checks of one chapter on this checkout's course_lib: make check CH=02
+	@test -n "$(CH)" || { echo "Which chapter? For example: make check CH=02"; exit 2; }
+	@$(BIN)/course check ch$(CH)
+
+submit: install  ## pack a chapter to hand in: make submit CH=02 [LEARNER=you] [FORCE=1]
+	@test -n "$(CH)" || { echo "Which chapter? For example: make submit CH=02"; exit 2; }
+	@$(BIN)/course submit ch$(CH) $(if $(LEARNER),--learner $(LEARNER)) $(if $(FORCE),--force)
+
+lab: install  ## open the exercise notebooks in JupyterLab
+	$(BIN)/jupyter lab exercises/
 
 clean:
 	rm -rf _build .jupyter_cache

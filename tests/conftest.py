@@ -29,3 +29,14 @@ def impl_name(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="session")
 def impl(impl_name: str):
     return load_impl(impl_name)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A stub's NotImplementedError is one line, as in `make check`, not a traceback with its docstring
+    (``--tb=long`` keeps the traceback)."""
+    outcome = yield
+    report = outcome.get_result()
+    if (call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError)
+            and item.config.getoption("tbstyle") not in ("long", "native")):
+        report.longrepr = f"not implemented yet: {call.excinfo.value}"

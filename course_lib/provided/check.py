@@ -1,35 +1,67 @@
-"""`course check chNN`: run a chapter's public checks on your course_lib and explain each result."""
+"""`course check chNN` (or `make check CH=NN`): run a chapter's public checks on your course_lib and
+explain each result."""
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import textwrap
 from dataclasses import asdict
+from pathlib import Path
 
 from . import chapters
 from .checking import Result, total
 from .loader import load_impl
 
+SAME = "(same as above)"
+
+
+def _points(results: list[Result]) -> tuple[int, int]:
+    """Widths that align the points column: earned right-aligned, possible left-aligned."""
+    earned = max([len(f"{r.earned:g}") for r in results] + [len(f"{total(results)[0]:g}")])
+    possible = max([len(f"{r.points:g}") for r in results] + [len(f"{total(results)[1]:g}")])
+    return earned, possible
+
 
 def table(results: list[Result], width: int = 100) -> str:
-    """A plain-text table: check, points, status, message (wrapped)."""
-    name_w = max([len("check")] + [len(r.case) for r in results])
-    lines = [f"{'check':<{name_w}}  {'points':>9}  status  message", "-" * width]
+    """A plain-text table: check, points, status, message (wrapped). A message repeated from the row
+    above is not printed twice; when every check fails for the same reason, one line says so."""
+    earned, possible = total(results)
+    messages = {r.message for r in results}
+    if len(results) > 1 and earned == 0 and len(messages) == 1:
+        head = f"All {len(results)} checks fail ({earned:g}/{possible:g} points): "
+        return textwrap.fill(head + (results[0].message or "failed"), width, subsequent_indent="    ")
+    name_w = max([len("check"), len("total")] + [len(r.case) for r in results])
+    ew, pw = _points(results)
+    pts_w = ew + pw + 3
+    lines = [f"{'check':<{name_w}}  {'points':^{pts_w}}  status  message", "-" * width]
+    previous = None
     for r in results:
         status = "PASS" if r.status == "pass" else "FAIL"
-        head = f"{r.case:<{name_w}}  {r.earned:>4g}/{r.points:<4g}  {status:<6}  "
-        body = textwrap.wrap(r.message or "ok", max(30, width - len(head))) or [""]
+        head = f"{r.case:<{name_w}}  {r.earned:>{ew}g} / {r.points:<{pw}g}  {status:<6}  "
+        text = r.message or "ok"
+        if r.status != "pass" and r.message and r.message == previous:
+            text = SAME
+        previous = r.message if r.status != "pass" else None
+        body = textwrap.wrap(text, max(30, width - len(head))) or [""]
         lines.append(head + body[0])
         lines.extend(" " * len(head) + more for more in body[1:])
-    earned, possible = total(results)
     lines.append("-" * width)
-    lines.append(f"{'total':<{name_w}}  {earned:>4g}/{possible:<4g}")
+    lines.append(f"{'total':<{name_w}}  {earned:>{ew}g} / {possible:<{pw}g}")
     return "\n".join(lines)
 
 
 def check(chapter: str, which: str = "learner") -> list[Result]:
     """The chapter's public checks; a failed one names an earlier chapter it uses that fails its own."""
     return chapters.run_with_prerequisites(chapter, load_impl(which))[0]
+
+
+def _where(which: str) -> str:
+    """The folder of the implementation that was checked, so that a learner sees which tree ran."""
+    package = "course_lib" if which == "learner" else "course_ref"
+    module = sys.modules.get(package)
+    folder = Path(getattr(module, "__file__", "") or ".").resolve().parent
+    return str(folder)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,19 +73,27 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         number = chapters.normalise(args.chapter)
-    except ValueError as err:
-        parser.error(str(err))
-    results, failing = chapters.run_with_prerequisites(number, load_impl(args.impl), annotate=args.json)
+        impl = load_impl(args.impl)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"course check: {err}", file=sys.stderr)
+        return 2
+    results, failing = chapters.run_with_prerequisites(number, impl, annotate=args.json)
     earned, possible = total(results)
+    where = _where(args.impl)
     if args.json:
-        print(json.dumps({"chapter": number, "earned": earned, "possible": possible,
+        print(json.dumps({"chapter": number, "implementation": args.impl, "checked": where,
+                          "earned": earned, "possible": possible,
                           "prerequisites_failing": {p: {"failed": f, "run": n} for p, (f, n) in failing.items()},
                           "results": [asdict(r) for r in results]}, indent=2, ensure_ascii=False))
-    else:
-        spec = chapters.load_spec(number)
-        print(f"Chapter {number} — {spec.TITLE}: checks on the {args.impl}'s course_lib\n")
-        note = chapters.prereq_note(number, failing)
-        if note:
-            print(textwrap.fill(f"{note} (`course check ch{min(failing)}` shows what is wrong there.)", 100) + "\n")
-        print(table(results))
+        return 0 if earned == possible else 1
+    spec = chapters.load_spec(number)
+    who = "your course_lib" if args.impl == "learner" else "the reference (course_ref)"
+    print(f"Chapter {number} — {spec.TITLE}: public checks on {who}\nchecked: {where}\n")
+    note = chapters.prereq_note(number, failing)
+    if note:
+        print(textwrap.fill(f"{note} (`make check CH={min(failing)}` shows what is wrong there.)", 100) + "\n")
+    print(table(results))
+    if earned == possible:
+        print(f"\nAll public checks pass. Hand in with `make submit CH={number}`; your instructor also "
+              "grades hidden cases.")
     return 0 if earned == possible else 1

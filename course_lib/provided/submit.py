@@ -1,4 +1,7 @@
-"""`course submit chNN`: pack your chapter's notebook and your course_lib for the instructor.
+"""`course submit chNN` (or `make submit CH=NN`): pack your chapter's notebook and your course_lib.
+
+It first says who you are, runs the chapter's public checks and warns about stubs and empty written
+answers (preflight.py); it never replaces an earlier submission without --force.
 
     course submit ch02                       -> submissions/<you>_ch02.zip
     course submit ch02 --learner alice --format folder --out /some/dir
@@ -22,12 +25,9 @@ it never shadows your real course_lib when you run the notebook.)
 from __future__ import annotations
 
 import argparse
-import getpass
 import hashlib
 import json
-import os
 import platform
-import re
 import shutil
 import sys
 import tempfile
@@ -36,21 +36,14 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from . import preflight
 from .layout import LAYOUT, Layout, SpecError, chapter_number, modules_for
 
 
-LEARNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 
 
 class SubmitError(Exception):
-    pass
-
-
-def _chapter(chapter: str) -> str:
-    try:
-        return chapter_number(chapter)
-    except ValueError as err:
-        raise SubmitError(str(err)) from None
+    """Why nothing was packed; the message says what to do."""
 
 
 def default_notebook(number: str, root: Path = LAYOUT.root) -> Path:
@@ -135,52 +128,94 @@ def _zip(folder: Path, target: Path) -> None:
     tmp.replace(target)
 
 
+def _chapter_with_checks(text: str) -> str:
+    ready = LAYOUT.chapters()
+    try:
+        number: str | None = chapter_number(text)
+    except ValueError:
+        number = None
+    if number not in ready:
+        raise SubmitError(f"{text!r} is not a chapter you can submit; chapters with checks: "
+                          f"{', '.join('ch' + c for c in ready)}")
+    return number
+
+
+def _learner(flag: str | None) -> str:
+    try:
+        learner, source = preflight.learner_id(flag)
+    except preflight.PreflightError as err:
+        raise SubmitError(str(err)) from None
+    print(f"learner: {learner} ({source})")
+    return learner
+
+
+def _report(number: str, notebook: Path | None, quiet: bool) -> None:
+    """The public score and what looks unfinished, printed before anything is packed."""
+    if not quiet:
+        earned, possible, failed = preflight.public_score(number)
+        tail = "all pass" if not failed else f"{failed} fail: `make check CH={number}` says why"
+        print(f"public checks of chapter {number}: {earned:g}/{possible:g} points ({tail}); "
+              "your instructor also grades hidden cases")
+    for line in preflight.warnings(number, notebook):
+        print(f"warning: {line}")
+
+
+def _target(out: Path, name: str, suffix: str, force: bool) -> Path:
+    target = out / f"{name}{suffix}"
+    if target.exists() and not force:
+        raise SubmitError(f"{target} exists already: hand that one in, or replace it with --force "
+                          f"(`make submit CH=.. FORCE=1`)")
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course submit", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("chapter", help="the chapter to submit, e.g. ch02")
-    parser.add_argument("--learner", help="your learner id (default: $COURSE_LEARNER or your user name)")
+    parser.add_argument("--learner", help="your learner id, remembered in .course-learner for next time")
     parser.add_argument("--out", help="folder to write to (default: submissions/)")
     parser.add_argument("--notebook", help="the notebook to send (default: exercises/chNN_*/chNN_*.ipynb)")
     parser.add_argument("--no-notebook", action="store_true", help="send course_lib only")
     parser.add_argument("--format", choices=["zip", "folder", "both"], default="zip")
+    parser.add_argument("--force", action="store_true", help="replace an earlier submission of this chapter")
+    parser.add_argument("--no-checks", action="store_true", help="pack without running the public checks first")
     parser.add_argument("--into-assignment", action="store_true",
                         help="write course_submission/ beside the notebook, for `nbgrader submit`")
     args = parser.parse_args(argv)
     try:
-        number = _chapter(args.chapter)
-        learner = args.learner or os.environ.get("COURSE_LEARNER") or getpass.getuser()
-        if not LEARNER_RE.fullmatch(learner):
-            raise SubmitError(f"learner id {learner!r}: use letters, digits and . _ @ + - (at most 64)")
+        number = _chapter_with_checks(args.chapter)
         notebook = None
         if not args.no_notebook:
             notebook = Path(args.notebook).resolve() if args.notebook else default_notebook(number)
             if not notebook.is_file():
                 raise SubmitError(f"notebook not found: {notebook}")
+        learner = _learner(args.learner)
         if args.into_assignment:
             if notebook is None:
                 raise SubmitError("--into-assignment needs the notebook (its folder is the assignment)")
             dest = notebook.parent / "course_submission"
             if dest.exists():
                 shutil.rmtree(dest)
+            _report(number, notebook, args.no_checks)
             build(number, learner, None, dest)
             print(f"wrote {dest} (manifest and course_lib snapshot); now run: nbgrader submit {notebook.parent.name}")
             return 0
         out = Path(args.out) if args.out else LAYOUT.root / "submissions"
         out.mkdir(parents=True, exist_ok=True)
         name = f"{learner}_ch{number}"
+        targets = {kind: _target(out, name, suffix, args.force) for kind, suffix in (("zip", ".zip"), ("folder", ""))
+                   if args.format in (kind, "both")}
+        _report(number, notebook, args.no_checks)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp) / name
             build(number, learner, notebook, folder)
-            if args.format in ("zip", "both"):
-                _zip(folder, out / f"{name}.zip")
-                print(f"wrote {out / (name + '.zip')}")
-            if args.format in ("folder", "both"):
-                target = out / name
-                if target.exists():
-                    shutil.rmtree(target)
-                shutil.copytree(folder, target)
-                print(f"wrote {target}/")
+            if "zip" in targets:
+                _zip(folder, targets["zip"])
+            if "folder" in targets:
+                shutil.rmtree(targets["folder"], ignore_errors=True)
+                shutil.copytree(folder, targets["folder"])
+        for target in targets.values():
+            print(f"hand in this {'file' if target.suffix else 'folder'}: {target}")
     except SubmitError as err:
         print(f"course submit: {err}", file=sys.stderr)
         return 2

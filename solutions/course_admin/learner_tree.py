@@ -1,15 +1,27 @@
-"""`course release --learner-tree DIR`: copy what learners receive into a new folder."""
+"""`course release --learner-tree DIR`: write the learners' course folder, a product of its own.
+
+It holds what learners receive from this repository (the stubs, the provided helpers, the exercises,
+the public tests and reference outputs) and, in place of the instructor's README.md, pyproject.toml and
+Makefile, the learner's own from solutions/learner/: a README that speaks to learners (set-up in two
+commands, the chapter loop, where to ask), a package without the instructor's tools, and `make check`,
+`make submit`, `make lab`, `make test`.
+"""
 from __future__ import annotations
 
 import shutil
 import subprocess
 from pathlib import Path
 
+from course_lib.provided.layout import Layout
+from course_lib.provided.syllabus import SYLLABUS
+
 from .stubs import ReleaseError
 
 # What learners never receive: the instructor's material, the project's own CI, and the book's sources
 # (the book executes the reference implementation; learners read the published book instead).
 INSTRUCTOR_ONLY = ("solutions/", ".ci/", "nbgrader_config.py", "book/", "_config.yml", "_toc.yml")
+# Files the learner's folder has in its own version (solutions/learner/<name>).
+OWN_VERSION = ("README.md", "pyproject.toml", "Makefile")
 
 
 def learner_files(root: Path) -> list[str]:
@@ -22,13 +34,32 @@ def learner_files(root: Path) -> list[str]:
     return sorted(p for p in listed if p and not p.startswith(INSTRUCTOR_ONLY) and (root / p).is_file())
 
 
+def chapter_table(root: Path) -> str:
+    """The chapters as the learner's README lists them: number, title, what to implement, ready or coming."""
+    layout = Layout(root)
+    rows = ["| NN | chapter | you implement | status |", "|---|---|---|---|"]
+    rows += [f"| {c.number} | {c.title} | {c.implements} | {'**ready**' if c.ready(layout) else 'coming'} |"
+             for c in SYLLABUS]
+    return "\n".join(rows)
+
+
+def own_version(root: Path, name: str) -> str:
+    template = root / "solutions" / "learner" / name
+    if not template.is_file():
+        raise ReleaseError(f"--learner-tree: the learner's {name} is missing ({template})")
+    text = template.read_text(encoding="utf-8")
+    return text.replace("{chapter_table}", chapter_table(root)) if name == "README.md" else text
+
+
 def export_learner_tree(root: Path, dest: Path) -> list[str]:
-    """Copy the learner's files of ``root`` into the new folder ``dest``."""
+    """Write the learner's course folder into the new folder ``dest``; return its files (relative)."""
     if dest.exists() and any(dest.iterdir()):
         raise ReleaseError(f"--learner-tree: {dest} exists and is not empty; give a new folder")
-    files = learner_files(root)
+    files = [rel for rel in learner_files(root) if rel not in OWN_VERSION]
     for rel in files:
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, target)
-    return files
+    for name in OWN_VERSION:
+        (dest / name).write_text(own_version(root, name), encoding="utf-8")
+    return sorted(files + list(OWN_VERSION))

@@ -23,7 +23,7 @@ class ReleaseError(Exception):
 
 HEADER = (
     "# {stub}: yours to fill in. Replace each `raise NotImplementedError(...)` with your code;\n"
-    "# the docstrings say what to compute. Check your work with `course check ch{chapter}`.\n"
+    "# the docstrings say what to compute. Check your work with `make check CH={chapter}`.\n"
     "# Generated from {solution} by `course release`: instructors edit solutions/, never this file.\n"
 )
 HEADER_NOTHING_TO_DO = (

@@ -1,26 +1,48 @@
-"""`course release --learner-tree DIR`: what learners receive works on its own, and holds no secret.
+"""`course release --learner-tree DIR`: the learners' course folder works on its own and holds no secret.
 
-The tree is exported into a temporary folder; there, with no solutions/, the public checks run on the
-learner's course_lib (stub: 0 points; the reference copied in: full marks), pytest defaults to the
-learner's code, and the instructor's commands say they are the instructor's.
+The tree is exported into a temporary folder and walked as a new learner would: the set-up commands
+of its own README (a fresh .venv, the learner's pyproject), then `make check` on the stub (0 points) and
+on the reference copied in (full marks), `make test` (one line per failure), and `make submit` (who you
+are, the score, the warnings, the file to hand in, refused chapters, no silent overwrite). About 1-2 min:
+`make install` builds a virtual environment.
 """
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from course_lib.provided.layout import REPO_ROOT
-
 from course_admin.learner_tree import INSTRUCTOR_ONLY
 from course_admin.release import main as release
+from course_lib.provided.layout import LAYOUT
+
+REFERENCE = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 
 
 def run(tree: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], cwd=tree, capture_output=True, text=True, timeout=300)
+
+
+def sh(tree: Path, command: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    """A README command as a learner types it, with none of this suite's environment leaking in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON", "COURSE_"))}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
+    return subprocess.run(command, shell=True, cwd=tree, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def setup_commands(readme: str) -> list[str]:
+    """The commands of the README's "Set up" section, in order."""
+    section = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block, "the learner README's set-up section has no ```bash block"
+    return [line.strip() for line in block.group(1).splitlines() if line.strip() and not line.startswith("#")]
 
 
 @pytest.fixture(scope="module")
@@ -30,33 +52,109 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return dest
 
 
+@pytest.fixture(scope="module")
+def installed(tree: Path) -> tuple[Path, list[subprocess.CompletedProcess]]:
+    """The tree after its README's set-up commands (a fresh .venv), with what each printed."""
+    done = [sh(tree, command) for command in setup_commands((tree / "README.md").read_text())]
+    return tree, done
+
+
 def test_nothing_of_the_instructor_is_in_the_tree(tree: Path) -> None:
     shipped = [p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()]
     assert shipped and not [p for p in shipped if p.startswith(INSTRUCTOR_ONLY)]
     for needed in ("course_lib/attention.py", "course_lib/provided/check.py", "tests/specs/ch02.py",
-                   "tests/reference/ch02.pt", "exercises/ch02_attention/ch02_attention.ipynb", "README.md"):
+                   "tests/reference/ch02.pt", "exercises/ch02_attention/ch02_attention.ipynb", "README.md",
+                   "Makefile", "pyproject.toml"):
         assert needed in shipped, needed
 
 
-def test_checks_run_on_the_learners_code_in_the_tree(tree: Path) -> None:
-    stub = run(tree, "-m", "course_lib.provided.cli", "check", "ch02")
-    assert stub.returncode == 1 and "0/10" in stub.stdout and "not implemented yet" in stub.stdout
-    work = tree.parent / "solved"
-    shutil.copytree(tree, work)
-    shutil.copy(REPO_ROOT / "solutions" / "course_ref" / "attention.py", work / "course_lib" / "attention.py")
-    solved = run(work, "-m", "course_lib.provided.cli", "check", "ch02")
-    assert solved.returncode == 0 and "10/10" in solved.stdout, solved.stdout + solved.stderr
+def test_the_tree_has_its_own_readme_pyproject_and_makefile(tree: Path) -> None:
+    readme = (tree / "README.md").read_text()
+    assert readme.startswith("# Transformers from Scratch: your course folder")
+    assert "make book" not in readme and "solutions" not in readme and "{chapter_table}" not in readme
+    assert "| 02 | Attention |" in readme and "**ready**" in readme
+    assert setup_commands(readme) == ["make install", "make check CH=02"]
+    pyproject = (tree / "pyproject.toml").read_text()
+    assert "solutions" not in pyproject and "course_admin" not in pyproject
+    assert "solutions" not in (tree / "Makefile").read_text()
 
 
-def test_pytest_in_the_tree_grades_the_learners_code(tree: Path) -> None:
-    proc = run(tree, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_public.py")
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "not implemented yet" in proc.stdout and "failed" in proc.stdout
+def test_set_up_from_the_readme_then_check_the_stub(installed) -> None:
+    tree, (install, check) = installed
+    assert install.returncode == 0, install.stdout[-2000:] + install.stderr[-2000:]
+    assert (tree / ".venv" / "bin" / "course").is_file()
+    assert check.returncode != 0 and "not implemented yet" in check.stdout, check.stdout + check.stderr
+    assert f"checked: {tree / 'course_lib'}" in check.stdout, "course check names the folder it checked"
 
 
-def test_instructor_commands_say_so(tree: Path) -> None:
-    proc = run(tree, "-m", "course_lib.provided.cli", "grade", "x", "--out", "y")
+def test_make_test_is_one_line_per_failure(installed) -> None:
+    tree, _ = installed
+    proc = sh(tree, "make test")
+    assert proc.returncode != 0 and "not implemented yet" in proc.stdout
+    assert "Traceback" not in proc.stdout and "def scaled_dot_product_attention" not in proc.stdout
+    failed = proc.stdout.count("FAILED ")
+    assert failed and len(proc.stdout.splitlines()) < 4 * failed + 10, proc.stdout
+
+
+def test_reference_impl_is_a_one_line_error_in_the_tree(installed) -> None:
+    tree, _ = installed
+    proc = sh(tree, ".venv/bin/course check ch02 --impl reference")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "instructor" in proc.stderr
+
+
+def test_instructor_commands_say_so(installed) -> None:
+    tree, _ = installed
+    proc = sh(tree, ".venv/bin/course grade x --out y")
     assert proc.returncode == 2 and "instructor" in proc.stderr
+
+
+def test_solved_then_submitted(installed) -> None:
+    tree, _ = installed
+    stub = (tree / "course_lib" / "attention.py").read_text()
+    (tree / "course_lib" / "attention.py").write_text(REFERENCE)
+    try:
+        _solved_then_submitted(tree)
+    finally:
+        (tree / "course_lib" / "attention.py").write_text(stub)
+        shutil.rmtree(tree / "submissions", ignore_errors=True)
+        (tree / ".course-learner").unlink(missing_ok=True)
+
+
+def _solved_then_submitted(work: Path) -> None:
+    check = sh(work, "make check CH=02")
+    assert check.returncode == 0 and "All public checks pass" in check.stdout, check.stdout + check.stderr
+    anonymous = sh(work, "make submit CH=02")
+    assert anonymous.returncode != 0 and "LEARNER=<your id>" in anonymous.stderr
+    first = sh(work, "make submit CH=02 LEARNER=ada")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "learner: ada" in first.stdout and "points (all pass)" in first.stdout
+    assert "written answer(s) still read" in first.stdout  # the notebook is the untouched release
+    handed = work / "submissions" / "ada_ch02.zip"
+    assert f"hand in this file: {handed}" in first.stdout
+    with zipfile.ZipFile(handed) as zf:
+        assert {"manifest.json", "course_lib/attention.py", "ch02_attention.ipynb"} <= set(zf.namelist())
+    again = sh(work, "make submit CH=02")
+    assert again.returncode != 0 and "exists already" in again.stderr and "learner: ada" in again.stdout
+    assert sh(work, "make submit CH=02 FORCE=1").returncode == 0
+    for chapter in ("99", "03"):
+        refused = sh(work, f".venv/bin/course submit ch{chapter} --no-notebook")
+        assert refused.returncode == 2 and "chapters with checks: ch02" in refused.stderr, refused.stderr
+
+
+def test_stub_submission_warns(installed, tmp_path: Path) -> None:
+    tree, _ = installed
+    proc = sh(tree, f".venv/bin/course submit ch02 --learner bo --out {tmp_path}")
+    assert proc.returncode == 0, proc.stderr
+    assert "scaled_dot_product_attention is still the stub" in proc.stdout
+    assert "0/" in proc.stdout and "make check CH=02" in proc.stdout
+    (tree / ".course-learner").unlink()
+
+
+def test_checks_run_on_the_learners_code_without_install(tree: Path) -> None:
+    """With the instructor's interpreter, in the tree: still the tree's own course_lib."""
+    stub = run(tree, "-m", "course_lib.provided.cli", "check", "ch02")
+    assert stub.returncode == 1 and "not implemented yet" in stub.stdout
 
 
 def test_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:

@@ -182,7 +182,7 @@ def test_course_check_and_submit_take_the_union(repo: Path, tmp_path: Path) -> N
     assert all(r["message"].startswith("Chapter 03 uses your chapter 02") for r in report["results"])
     (repo / "course_lib" / "attention.py").write_text(REFERENCE_02)
     check = course(repo, "check", "ch03")
-    assert check.returncode == 0 and "3/3" in check.stdout, check.stdout
+    assert check.returncode == 0 and "3 / 3" in check.stdout, check.stdout
     (repo / "course_lib" / "attention.py").unlink()
     sub = course(repo, "submit", "ch03", "--no-notebook", "--out", str(tmp_path))
     assert sub.returncode == 2 and "course_lib/attention.py is missing: chapter 03 runs it" in sub.stderr
