@@ -1,13 +1,14 @@
 """Find a chapter's checks by its number: spec in tests/specs/chNN.py, references in tests/reference/chNN.pt."""
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
 
-from .checking import Result, judge, run_probe
+from .checking import Result, judge, judge_source, run_probe
 from .layout import LAYOUT, chapter_facts, chapter_number, prerequisites
 from .loader import load_file
 
@@ -48,21 +49,44 @@ def load_reference_outputs(chapter: str | int) -> dict[str, Any]:
 
 
 def run_chapter(chapter: str | int, impl: Any, cases: list[str] | None = None) -> list[Result]:
-    """Run the public cases of a chapter against ``impl`` and return one Result per case."""
+    """Run the public cases of a chapter against ``impl`` and return one Result per case.
+
+    A ready-made case (``Case.reads_source``) is judged from the source of ``impl``'s modules and the
+    results of the other public cases, which are then run too (but only the ones asked for are returned).
+    """
     number = normalise(chapter)
     spec = load_spec(number)
     refs = load_reference_outputs(number)
-    results = []
-    for case in spec.CASES:
-        if cases is not None and case.name not in cases:
+    wanted = [c for c in spec.CASES if cases is None or c.name in cases]
+    run = spec.CASES if any(c.reads_source for c in wanted) else wanted
+    results: dict[str, Result] = {}
+    for case in run:
+        if case.reads_source:
             continue
         if case.name not in refs:
             raise KeyError(f"no reference outputs for case {case.name!r} of ch{number}; run `course refs`")
         saved = refs[case.name]
         actual = run_probe(spec.PROBES, case, impl, saved["inputs"])
-        results.append(judge(number, case, actual, saved["inputs"], saved["expected"],
-                             saved["mistakes"], spec.MISTAKES))
-    return results
+        results[case.name] = judge(number, case, actual, saved["inputs"], saved["expected"],
+                                   saved["mistakes"], spec.MISTAKES, getattr(spec, "RAISES", None))
+    others = list(results.values())
+    for case in wanted:
+        if case.reads_source:
+            sources = {module: module_source(impl, module) for module, _ in case.ready_made}
+            results[case.name] = judge_source(number, case, sources, others)
+    return [results[c.name] for c in wanted]
+
+
+def module_source(impl: Any, module: str) -> str | None:
+    """The source of ``impl``'s chapter module ``module`` ("attention.py"), read without importing it;
+    for a patched implementation (a known-wrong variant), its base's. None when there is no such file."""
+    package = getattr(impl, "package", None)  # a PatchedImpl answers with its base's
+    if not isinstance(package, str):
+        return None
+    spec = importlib.util.find_spec(package)
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    path = next((Path(f) / module for f in folders if (Path(f) / module).is_file()), None)
+    return path.read_text(encoding="utf-8", errors="replace") if path else None
 
 
 # ---------------------------------------------------------------- chapters that build on chapters

@@ -5,12 +5,32 @@ runs a *probe* (a small function that calls your code and returns a dict of tens
 the result with the reference's, key by key: type, dtype, shape, NaN/inf, values. When the values
 differ, the result is also compared with the outputs of known-wrong implementations, so that the
 message can name the mistake ("softmax over the wrong axis") instead of only saying "wrong".
+
+Two more ways a spec names what went wrong, without false passes:
+
+* ``RAISES = {mistake: regex}``: a known mistake that makes the code *raise* rather than return wrong
+  values (filling float16 scores with -1e9 overflows) has no outputs to compare. When the
+  description of the exception a case raised ("raised RuntimeError: value cannot be converted to
+  type c10::Half without overflow (at ...)") matches the regular expression (``re.search``), the
+  result names that mistake. Write patterns specific to the mistake: they are matched on every case.
+* A *ready-made* case (``ready_made_case``, declared from the spec's ``READY_MADE = {module file:
+  [PyTorch names]}``) is decided by reading the learner's source, never by running it: a static scan
+  (``ast``) of the chapter's own modules for uses of PyTorch's ready-made counterpart of the chapter's
+  component (``torch.nn.functional.scaled_dot_product_attention`` in chapter 02). `course check` scans
+  the files it imports; the grader scans the submitted bytes in its own process, outside the sandbox.
+  It earns its points when nothing is found and at least one other public case passes (a stub is not
+  "built from scratch" yet). The scan follows imports, aliases (``import torch.nn.functional as F``,
+  ``nn = torch.nn``) and ``getattr(module, "name")``; it does not try to defeat deliberate hiding.
 """
 from __future__ import annotations
 
+import ast
 import math
+import re
 import traceback
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,6 +39,7 @@ from torch import Tensor
 
 Outputs = dict[str, Tensor]
 Probe = Callable[[Any, dict[str, Tensor]], Outputs]
+SOURCE_PROBE = "(source scan)"  # the probe of a ready-made case: nothing runs, the learner's source is read
 
 
 class CheckFailure(Exception):
@@ -30,7 +51,8 @@ class Case:
     """One graded check of a chapter.
 
     make_inputs(seed) must be deterministic. ``ignore(inputs)`` may return, per output key, a bool
-    tensor of positions whose values are not graded (they must still be finite).
+    tensor of positions whose values are not graded (they must still be finite). ``ready_made`` is set
+    only on a ready-made case (``ready_made_case``): (module file, patterns of PyTorch names) pairs.
     """
 
     name: str
@@ -43,6 +65,12 @@ class Case:
     rtol: float = 1e-4
     atol: float = 1e-5
     ignore: Callable[[dict[str, Tensor]], dict[str, Tensor]] | None = None
+    ready_made: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def reads_source(self) -> bool:
+        """True for a ready-made case: judged by ``judge_source`` on the learner's source, not by a probe."""
+        return self.probe == SOURCE_PROBE
 
 
 @dataclass
@@ -150,27 +178,45 @@ def _describe_exception(exc: BaseException) -> str:
     return f"raised {type(exc).__name__}: {exc}{where}"
 
 
+def raised_mistakes(description: str, raises: Mapping[str, str] | None) -> list[str]:
+    """Names of the known mistakes whose pattern (the spec's ``RAISES``) matches an exception's description."""
+    return [name for name, pattern in (raises or {}).items() if re.search(pattern, description)]
+
+
 def judge(chapter: str, case: Case, actual: Outputs | BaseException, inputs: dict[str, Tensor],
-          expected: Outputs, mistakes: dict[str, Outputs], mistake_messages: dict[str, str]) -> Result:
-    """Turn a probe's outputs (or the exception it raised) into a scored, explained result."""
+          expected: Outputs, mistakes: dict[str, Outputs], mistake_messages: dict[str, str],
+          raises: Mapping[str, str] | None = None) -> Result:
+    """Turn a probe's outputs (or the exception it raised) into a scored, explained result.
+
+    ``raises`` is the spec's ``RAISES``: {mistake: regex} naming the mistakes recognised by what they raise.
+    """
     def fail(message: str, names: list[str] | None = None) -> Result:
         return Result(chapter, case.name, case.points, 0.0, "fail", message, names or [])
 
+    def known(names: list[str], message: str) -> Result:
+        return fail(f"{' Or: '.join(mistake_messages[n] for n in names)} [{message}]", names)
+
     if isinstance(actual, BaseException):
-        return fail(_describe_exception(actual))
+        message = _describe_exception(actual)
+        names = raised_mistakes(message, raises)
+        return known(names, message) if names else fail(message)
     ignore = case.ignore(inputs) if case.ignore else None
     message = compare(actual, expected, case.rtol, case.atol, ignore)
     if message is None:
         return Result(chapter, case.name, case.points, case.points, "pass")
     names = matching_mistakes(actual, mistakes, expected, case.rtol, case.atol)
     if names:
-        known = " Or: ".join(mistake_messages[n] for n in names)
-        return fail(f"{known} [{message}]", names)
+        return known(names, message)
     return fail(f"{message}. {case.hint}".strip() if case.hint else message)
 
 
 def run_probe(probes: dict[str, Probe], case: Case, impl: Any, inputs: dict[str, Tensor]) -> Outputs | BaseException:
-    """Run one probe on copies of the inputs; an exception is returned, not raised."""
+    """Run one probe on copies of the inputs; an exception is returned, not raised.
+
+    A ready-made case runs nothing here (its probe returns no outputs): ``judge_source`` decides it.
+    """
+    if case.probe == SOURCE_PROBE:
+        return {}
     try:
         return probes[case.probe](impl, clone_inputs(inputs))
     except KeyboardInterrupt:
@@ -181,3 +227,121 @@ def run_probe(probes: dict[str, Probe], case: Case, impl: Any, inputs: dict[str,
 
 def total(results: list[Result]) -> tuple[float, float]:
     return (math.fsum(r.earned for r in results), math.fsum(r.points for r in results))
+
+
+# ---------------------------------------------------------------- ready-made cases: a scan of the source
+def _no_inputs(seed: int) -> dict[str, Tensor]:
+    return {}
+
+
+def ready_made_case(modules: Mapping[str, Sequence[str]], points: float, name: str = "built from scratch",
+                    about: str = "") -> Case:
+    """The case of a spec's ``READY_MADE`` = {module file: patterns of PyTorch names (fnmatch, e.g.
+    "Transformer*")}: full points when those modules use none of them (and another public case passes)."""
+    pairs = tuple((module, tuple(patterns)) for module, patterns in modules.items())
+    listed = ", ".join(sorted({p for _, patterns in pairs for p in patterns}))
+    return Case(name, points, SOURCE_PROBE, _no_inputs, about=about or f"no PyTorch ready-made {listed}",
+                ready_made=pairs)
+
+
+def _is_torch(module: str | None) -> bool:
+    return module is not None and (module == "torch" or module.startswith("torch."))
+
+
+def _dotted(node: ast.AST, aliases: Mapping[str, str]) -> str | None:
+    """``F.scaled_dot_product_attention`` -> "torch.nn.functional.scaled_dot_product_attention", when
+    the chain starts at a name bound to a torch module (``aliases``); None otherwise."""
+    attrs = []
+    while isinstance(node, ast.Attribute):
+        attrs.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in aliases:
+        return ".".join([aliases[node.id], *reversed(attrs)])
+    return None
+
+
+def _torch_aliases(tree: ast.AST) -> dict[str, str]:
+    """Every name the module binds to something in torch: imports, then plain assignments (``nn = torch.nn``)."""
+    aliases: dict[str, str] = {}
+    for _ in range(3):  # an assignment may use an alias bound by another one
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if _is_torch(a.name):
+                        aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and not node.level and _is_torch(node.module):
+                aliases.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names if a.name != "*"})
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                target = _dotted(node.value, aliases)
+                if target:
+                    aliases[node.targets[0].id] = target
+    return aliases
+
+
+def _names_used(node: ast.AST, aliases: Mapping[str, str]) -> Iterator[str]:
+    """The torch names one node refers to: what it imports, its dotted name, or getattr(torch thing, "name")."""
+    if isinstance(node, ast.Import):
+        yield from (a.name for a in node.names if _is_torch(a.name))
+    elif isinstance(node, ast.ImportFrom) and not node.level and _is_torch(node.module):
+        yield from (f"{node.module}.{a.name}" for a in node.names)
+    elif isinstance(node, (ast.Name, ast.Attribute)):
+        dotted = _dotted(node, aliases)
+        if dotted:
+            yield dotted
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+          and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+        base = _dotted(node.args[0], aliases)
+        if base:
+            yield f"{base}.{node.args[1].value}"
+
+
+def _first_match(dotted: str, patterns: Sequence[str]) -> str | None:
+    """The dotted name up to its first part (after ``torch``) that matches a pattern, else None."""
+    parts = dotted.split(".")
+    for i in range(1, len(parts)):
+        if any(fnmatchcase(parts[i], p) for p in patterns):
+            return ".".join(parts[: i + 1])
+    return None
+
+
+def ready_made_uses(source: str | bytes, patterns: Sequence[str]) -> list[str]:
+    """The PyTorch names matching ``patterns`` that ``source`` uses, e.g. ["torch.nn.functional.x (line 12)"].
+
+    Raises SyntaxError (or RecursionError, ValueError) when ``source`` is not readable Python.
+    """
+    tree = ast.parse(source)
+    aliases = _torch_aliases(tree)
+    found: dict[str, int] = {}
+    for node in ast.walk(tree):
+        for dotted in _names_used(node, aliases):
+            hit = _first_match(dotted, patterns)
+            if hit:
+                line = getattr(node, "lineno", 0)
+                found[hit] = min(found.get(hit, line), line)
+    return [f"{name} (line {line})" for name, line in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
+
+
+def judge_source(chapter: str, case: Case, sources: Mapping[str, str | bytes | None], others: Sequence[Any]) -> Result:
+    """Score a ready-made case from the sources of its modules ({file: text, None when absent}) and the
+    results of the chapter's other public cases (anything with ``.status`` and ``.message``)."""
+    def fail(message: str) -> Result:
+        return Result(chapter, case.name, case.points, 0.0, "fail", message)
+
+    uses = []
+    for module, patterns in case.ready_made:
+        text = sources.get(module)
+        if text is None:
+            return fail(f"course_lib/{module} is missing, so it cannot be read")
+        try:
+            uses += [f"{use} in {module}" for use in ready_made_uses(text, patterns)]
+        except Exception as exc:  # noqa: BLE001 - SyntaxError, RecursionError, a NUL byte: not readable Python
+            return fail(f"cannot read course_lib/{module} as Python ({type(exc).__name__}): fix it first")
+    if uses:
+        return fail(f"uses PyTorch's ready-made {'; '.join(uses)}. This chapter's component must be built from "
+                    "scratch with tensor operations (such as @, masked_fill and torch.softmax), so this check "
+                    "earns no points; the other checks still grade what your code returns.")
+    if not any(r.status == "pass" for r in others):
+        if others and all(r.message.startswith("not implemented yet") for r in others):
+            return fail("not implemented yet")
+        return fail("no other check of this chapter passes yet: this one counts once your code works")
+    return Result(chapter, case.name, case.points, case.points, "pass")

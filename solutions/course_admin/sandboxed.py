@@ -24,6 +24,7 @@ from course_lib.provided.layout import LAYOUT, owner_of
 from . import sandbox
 from .plan import Chapter
 from .rows import GradeRow, Options
+from .source_scan import with_source_scans
 from .submissions import Reader, SubmissionError
 from .verdict import decode, describe_exit, judge_case, zero_rows
 
@@ -63,7 +64,9 @@ def missing_message(chapter: Chapter, missing: list[str]) -> str:
 
 
 def grade_course_lib(reader: Reader, chapter: Chapter, opts: Options, work: Path) -> list[GradeRow]:
-    """Every case of ``chapter`` on the learner's snapshot, judged; never raises for a learner's fault."""
+    """Every case of ``chapter`` on the learner's snapshot, judged; never raises for a learner's fault.
+
+    A ready-made case ("built from scratch") is decided here, from the submitted bytes (source_scan.py)."""
     box = Path(tempfile.mkdtemp(prefix=f"ch{chapter.number}_", dir=work))
     try:
         substitute = chapter.prereq_modules() if opts.prereqs == "reference" else []
@@ -75,7 +78,8 @@ def grade_course_lib(reader: Reader, chapter: Chapter, opts: Options, work: Path
             return zero_rows(chapter, "missing", missing_message(chapter, missing))
         _write_job(box, chapter, opts)
         failures = _run_child(box, chapter, opts, work)
-        return [judge_case(chapter, g, _outcome(box, g.index, failures), opts.isolation) for g in chapter.cases]
+        rows = [judge_case(chapter, g, _outcome(box, g.index, failures), opts.isolation) for g in chapter.cases]
+        return with_source_scans(reader, chapter, rows)
     finally:
         shutil.rmtree(box, ignore_errors=True)
 

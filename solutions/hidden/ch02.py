@@ -11,8 +11,8 @@ from course_lib.provided.chapters import load_spec
 from course_lib.provided.checking import Case
 
 _spec = load_spec("02")
-plain, with_padding, with_causal, with_empty_rows = (_spec.plain, _spec.with_padding, _spec.with_causal,
-                                                      _spec.with_empty_rows)
+plain, with_padding, with_causal, with_empty_rows, with_mask = (_spec.plain, _spec.with_padding, _spec.with_causal,
+                                                                 _spec.with_empty_rows, _spec.with_mask)
 
 CASES = [
     Case("h-plain-long", 1.0, "forward", lambda s: plain(s, lead=(3,), seq_q=9, seq_k=11, d_k=32, d_v=5), seed=9301),
@@ -26,4 +26,17 @@ CASES = [
          rtol=1e-7, atol=1e-9),
     Case("h-gradients-causal", 1.0, "gradients", lambda s: with_causal(s, batch=2, heads=2, seq=6, d_k=16, d_v=8),
          seed=9307),
+    Case("h-mask-keys", 1.0, "forward", lambda s: with_mask(s, "keys", batch=3, heads=2, seq_q=5, seq_k=9, d_k=16, d_v=3),
+         seed=9308),
+    Case("h-mask-queries", 1.0, "forward",
+         lambda s: with_mask(s, "queries", batch=2, heads=4, seq_q=6, seq_k=5, d_k=8, d_v=7), seed=9309),
+    Case("h-mask-heads", 1.0, "forward", lambda s: with_mask(s, "heads", batch=3, heads=2, seq_q=7, seq_k=7, d_k=24, d_v=4),
+         seed=9310),
+    Case("h-float16-empty-rows", 1.0, "forward",
+         lambda s: with_empty_rows(s, batch=2, seq_q=5, seq_k=6, d_k=16, d_v=4, dtype=torch.float16), seed=9311,
+         ignore=_spec.fully_masked_rows, **_spec.HALF),
+    Case("h-bfloat16-padding", 1.0, "forward",
+         lambda s: with_padding(s, batch=4, heads=2, seq=7, d_k=16, d_v=6, dtype=torch.bfloat16), seed=9312,
+         **_spec.BFLOAT),
+    Case("h-square-heads", 1.0, "forward", lambda s: plain(s, lead=(3, 3), seq_q=5, seq_k=3, d_k=3, d_v=2), seed=9313),
 ]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Callable
 
 import torch
@@ -13,14 +14,20 @@ BIG = None  # marker: use the dtype's most negative finite number
 def variant(scale: Callable[[Tensor, Tensor], float] = lambda q, v: math.sqrt(q.size(-1)),
             fill: float | None = BIG, invert: bool = False, use_mask: bool = True, axis: int = -1,
             return_scores: bool = False, mask_after: bool = False, inplace: bool = False,
-            mix_keys: bool = False) -> Callable:
+            mix_keys: bool = False, mask_batch_seq_k: bool = False, swap: bool = False,
+            dot_T: bool = False) -> Callable:
     def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
                   dropout_p: float = 0.0) -> tuple[Tensor, Tensor]:
+        with warnings.catch_warnings():  # .T on a >2-D tensor warns (deprecated); a learner sees it, refs need not
+            warnings.simplefilter("ignore", UserWarning)
+            key_t = key.T if dot_T else key.transpose(-2, -1)
         if inplace:
             query = query.div_(math.sqrt(query.size(-1)))
-            scores = query @ key.transpose(-2, -1)
+            scores = query @ key_t
         else:
-            scores = query @ key.transpose(-2, -1) / scale(query, value)
+            scores = query @ key_t / scale(query, value)
+        if mask is not None and mask_batch_seq_k:
+            mask = mask[:, None, None, :]
         if mask is not None and use_mask and not mask_after:
             hide = mask if invert else ~mask
             scores = scores.masked_fill(hide, torch.finfo(scores.dtype).min if fill is BIG else fill)
@@ -28,7 +35,8 @@ def variant(scale: Callable[[Tensor, Tensor], float] = lambda q, v: math.sqrt(q.
         if mask is not None and mask_after:
             weights = weights.masked_fill(~mask, 0.0)
         mixed = key if mix_keys else value
-        return weights @ mixed, (scores if return_scores else weights)
+        output, second = weights @ mixed, (scores if return_scores else weights)
+        return (second, output) if swap else (output, second)
     return attention
 
 
@@ -46,4 +54,8 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "mask_after_softmax": {_fn: variant(mask_after=True)},
     "inplace_scale": {_fn: variant(inplace=True)},
     "mixes_keys": {_fn: variant(mix_keys=True)},
+    "big_negative_fill": {_fn: variant(fill=-1e9)},
+    "mask_assumed_batch_seq_k": {_fn: variant(mask_batch_seq_k=True)},
+    "swapped_return": {_fn: variant(swap=True)},
+    "dot_T": {_fn: variant(dot_T=True)},
 }

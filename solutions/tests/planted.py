@@ -2,7 +2,8 @@
 
 Everything is generated into a temporary folder at test time from the reference source, so that no
 conftest.py, sitecustomize.py or torch.py ever sits in the repository's tests/.
-Scores are vectors over the chapter's cases: the 9 public ones, then the 7 hidden ones.
+Scores are vectors over the chapter's cases: the 16 public ones (the last, "built from scratch", read from the
+source in the grader's process), then the 13 hidden ones.
 """
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ from course_lib.provided.layout import LAYOUT
 REPO = LAYOUT.root
 REFERENCE = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 
-PUBLIC_POINTS = [1, 1, 0.5, 1.5, 1.5, 1.5, 1, 1, 1]
-HIDDEN_POINTS = [1] * 7
+PUBLIC_POINTS = [1, 1, 0.5, 1.5, 1.5, 1.5, 1, 1, 1, 0.5, 0.5, 0.5, 1, 1, 0.5, 1]
+HIDDEN_POINTS = [1] * 13
+# Positions (0-based, public then hidden) that the vectors below name.
+GRADIENTS, UNTOUCHED, FLOAT64, EMPTY_ROWS, SCRATCH = 7, 8, 6, 5, 15
+H_EMPTY_ROWS, H_FLOAT64, H_GRADIENTS, H_FLOAT16_EMPTY_ROWS = 20, 21, 22, 26
 FULL = PUBLIC_POINTS + HIDDEN_POINTS
 ZERO = [0.0] * len(FULL)
 
@@ -35,6 +39,9 @@ _LINES = REFERENCE.splitlines(keepends=True)
 BODY = _LINES[next(i for i, line in enumerate(_LINES) if "### BEGIN SOLUTION" in line) + 1]  # first body line
 SCALE = next(line.split("#")[0].strip() for line in _LINES if "/ math.sqrt(" in line)  # scores = ... / sqrt
 UNSCALED = SCALE.split(" / math.sqrt(")[0]
+MIX = next(line.split("#")[0].strip() for line in _LINES if line.strip().startswith("output ="))  # output = ...
+FUSED = ("output = torch.nn.functional.scaled_dot_product_attention(query, key, value, "
+         "attn_mask=None if mask is None else mask.expand(weights.shape))")
 
 
 def _sub(old: str, new: str, text: str = REFERENCE) -> str:
@@ -57,7 +64,7 @@ def _in_body(code: str) -> str:
 
 
 NO_SCALE = _sub(SCALE, UNSCALED)
-NO_SCALE_VECTOR = _mask([8])  # only "inputs not modified in place" passes
+NO_SCALE_VECTOR = _mask([UNTOUCHED, SCRATCH])  # "inputs not modified in place" passes, so "built from scratch" does
 
 
 class _Planted(dict):
@@ -86,14 +93,15 @@ def _mistakes_and_faults(p: _Planted) -> None:
     add("victim", REFERENCE, FULL)
     add("wrong_values", no_scale, no_scale_vector, mistakes=["not divided by √d_k"])
     add("wrong_shape", _sub("return output, weights", "return output.unsqueeze(0), weights"),
-        _mask([7, 8, 15]))
-    add("nan", _sub("torch.finfo(scores.dtype).min", 'float("-inf")'), _but([5, 13]),
+        _mask([GRADIENTS, UNTOUCHED, SCRATCH, H_GRADIENTS]))
+    add("nan", _sub("torch.finfo(scores.dtype).min", 'float("-inf")'), _but([EMPTY_ROWS, H_EMPTY_ROWS, H_FLOAT16_EMPTY_ROWS]),
         mistakes=["filled with -inf"])
+    add("fused", _sub(MIX, FUSED), _but([SCRATCH]))  # right values from PyTorch's fused attention
     add("syntax_error", REFERENCE + "\ndef broken(:\n    pass\n", ZERO)
     add("import_error", _prefix("import course_lib_helpers_that_do_not_exist"), ZERO)
     add("no_course_lib", None, ZERO, extra={"README.txt": "I forgot my code\n"}, status="missing")
     add("exit_in_call", _in_body("if query.dtype == torch.float64:\n    import os\n    os._exit(0)"),
-        _but([6, 14]))
+        _but([FLOAT64, H_FLOAT64]))
     add("exit_at_import", _prefix("import sys\nsys.exit(0)"), ZERO)
     add("infinite_loop", _in_body(
         "import signal\n"
@@ -153,7 +161,7 @@ def _attacks(p: _Planted, port: int, gradebook: Path, victim: Path) -> None:
         "torch.py": "raise ImportError('fake torch')\n",
     })
     add("inplace", _sub(SCALE, "query /= math.sqrt(d_k)\n    " + UNSCALED),
-        _but([7, 8, 15]), mistakes=["modified in place"])
+        _but([GRADIENTS, UNTOUCHED, H_GRADIENTS]), mistakes=["modified in place"])
     add("reseed", _in_body("import random\ntorch.manual_seed(0)\nrandom.seed(0)\ntorch.randn(3)"), FULL)
     add("tamper", _prefix(
         "import os, shutil\n"

@@ -1,10 +1,13 @@
 """Tests of the tests: the checks reward the reference, give 0 to the stub, and name every known mistake.
 
 Known-wrong variants live in solutions/mistakes/chNN.py; each must lose points on at least one public
-case and be named there by its own message (MISTAKES in the chapter's spec).
+case and be named there by its own message (MISTAKES in the chapter's spec), from its outputs or, for
+one that raises, from what it raises (RAISES). A chapter's ready-made case ("built from scratch") is a
+static scan of the learner's source: a learner calling PyTorch's own attention loses exactly that case.
 """
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -12,11 +15,14 @@ import pytest
 import torch
 
 from course_lib.provided import chapters
-from course_lib.provided.checking import total
-from course_lib.provided.layout import REPO_ROOT
-from course_lib.provided.loader import load_impl
+from course_lib.provided.checking import CheckFailure, judge, ready_made_uses, total
+from course_lib.provided.layout import LAYOUT, REPO_ROOT
+from course_lib.provided.loader import Impl, load_impl
 
-from course_admin import refs
+from course_admin import plan, refs
+from course_admin.rows import GradeRow
+from course_admin.source_scan import with_source_scans
+from course_admin.submissions import Reader
 from course_admin.variants import wrong_impls
 
 CHAPTERS = chapters.available()
@@ -71,13 +77,109 @@ def test_course_check_cli_exit_code_and_json() -> None:
     ok = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "check", "ch02", "--impl", "reference", "--json"],
                         capture_output=True, text=True, cwd=REPO_ROOT)
     assert ok.returncode == 0, ok.stderr
-    assert '"earned": 10.0' in ok.stdout
+    assert '"earned": 15.0' in ok.stdout
     stub = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "check", "ch02"],
                           capture_output=True, text=True, cwd=REPO_ROOT)
-    assert stub.returncode == 1 and "not implemented yet" in stub.stdout and "0/10" in stub.stdout
+    assert stub.returncode == 1 and "not implemented yet" in stub.stdout and re.search(r"\b0 ?/ ?15\b", stub.stdout)
 
 
 def test_course_check_rejects_an_unknown_chapter() -> None:
     bad = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "check", "ch99"],
                          capture_output=True, text=True, cwd=REPO_ROOT)
     assert bad.returncode == 2 and "chapter 99 has no checks yet" in bad.stderr
+
+
+# ------------------------------------------------------------------ mistakes recognised by what they raise
+HALF_OVERFLOW = "value cannot be converted to type c10::Half without overflow"
+
+
+@pytest.mark.parametrize("actual", [RuntimeError(HALF_OVERFLOW),                       # course check: the exception
+                                    CheckFailure(f"raised RuntimeError: {HALF_OVERFLOW} (at attention.py:9: x)")])
+def test_an_exception_matching_raises_names_its_mistake(actual: BaseException) -> None:
+    """The grader's parent sees the child's description (a CheckFailure); course check the exception itself."""
+    spec = chapters.load_spec("02")
+    case = next(c for c in spec.CASES if c.name == "float16 with a mask")
+    saved = chapters.load_reference_outputs("02")[case.name]
+    result = judge("02", case, actual, saved["inputs"], saved["expected"], saved["mistakes"], spec.MISTAKES, spec.RAISES)
+    assert result.status == "fail" and result.mistakes == ["big_negative_fill"]
+    assert spec.MISTAKES["big_negative_fill"] in result.message and "torch.finfo(scores.dtype).min" in result.message
+    other = judge("02", case, RuntimeError("shapes cannot be multiplied"), saved["inputs"], saved["expected"],
+                  saved["mistakes"], spec.MISTAKES, spec.RAISES)
+    assert other.mistakes == [] and other.message.startswith("raised RuntimeError")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_raises_names_declared_mistakes(chapter: str) -> None:
+    spec = chapters.load_spec(chapter)
+    assert set(getattr(spec, "RAISES", {})) <= set(spec.MISTAKES)
+
+
+# ------------------------------------------------------------------ ready-made cases: a scan of the source
+PATTERNS = chapters.load_spec("02").READY_MADE["attention.py"]
+USES = {
+    "import torch.nn.functional as F\nF.scaled_dot_product_attention(q, k, v)\n": "torch.nn.functional.scaled_dot_product_attention",
+    "import torch\ntorch.nn.functional.scaled_dot_product_attention(q, k, v)\n": "torch.nn.functional.scaled_dot_product_attention",
+    "from torch.nn.functional import scaled_dot_product_attention as sdpa\n": "torch.nn.functional.scaled_dot_product_attention",
+    "from torch import nn\nlayer = nn.MultiheadAttention(8, 2)\n": "torch.nn.MultiheadAttention",
+    "import torch.nn as nn\nnn.TransformerEncoderLayer(8, 2)\n": "torch.nn.TransformerEncoderLayer",
+    "import torch\nf = torch.nn.functional\ng = f\ng.scaled_dot_product_attention(q, k, v)\n": "torch.nn.functional.scaled_dot_product_attention",
+    "import torch.nn.functional as F\ngetattr(F, 'scaled_dot_product_attention')\n": "torch.nn.functional.scaled_dot_product_attention",
+    "import torch\ntorch.ops.aten._scaled_dot_product_flash_attention(q, k, v)\n": "torch.ops.aten._scaled_dot_product_flash_attention",
+    "def f():\n    from torch.nn.attention.flex_attention import flex_attention\n": "torch.nn.attention.flex_attention",
+}
+CLEAN = [
+    (LAYOUT.reference / "attention.py").read_text(encoding="utf-8"),  # names F.sdpa in its docstring only
+    "# F.scaled_dot_product_attention would be cheating\nimport torch\ntorch.softmax(x, -1)\n",
+    "from .attention import scaled_dot_product_attention\nscaled_dot_product_attention(q, k, v)\n",
+    "import course_lib.attention as mine\nmine.scaled_dot_product_attention(q, k, v)\n",
+]
+
+
+@pytest.mark.parametrize("source,name", list(USES.items()))
+def test_scan_finds_a_ready_made_layer(source: str, name: str) -> None:
+    assert [u.split(" (line")[0] for u in ready_made_uses(source, PATTERNS)] == [name]
+
+
+@pytest.mark.parametrize("source", CLEAN)
+def test_scan_passes_code_built_from_scratch(source: str) -> None:
+    assert ready_made_uses(source, PATTERNS) == []
+
+
+def _fused_package(root) -> str:
+    """A learner package whose values are right but whose output comes from PyTorch's fused attention."""
+    reference = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
+    mix = next(line for line in reference.splitlines() if line.strip().startswith("output ="))
+    fused = mix.split("output =")[0] + ("output = torch.nn.functional.scaled_dot_product_attention(query, key, value, "
+                                        "attn_mask=None if mask is None else mask.expand(weights.shape))")
+    (root / "fused_learner").mkdir()
+    (root / "fused_learner" / "__init__.py").write_text("")
+    (root / "fused_learner" / "attention.py").write_text(reference.replace(mix, fused, 1))
+    return "fused_learner"
+
+
+def test_ready_made_attention_loses_exactly_built_from_scratch(tmp_path, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    results = chapters.run_chapter("02", Impl(_fused_package(tmp_path), "fused"))
+    failed = [r for r in results if r.status != "pass"]
+    assert [r.case for r in failed] == ["built from scratch"], [r.message for r in failed]
+    assert "ready-made torch.nn.functional.scaled_dot_product_attention (line " in failed[0].message
+    assert total(results)[0] == total(results)[1] - failed[0].points
+    only = chapters.run_chapter("02", Impl("fused_learner", "fused"), cases=["built from scratch"])
+    assert [r.status for r in only] == ["fail"]
+
+
+def test_grader_scans_the_submitted_bytes(tmp_path) -> None:
+    """The parent's scan reads the submission, whatever the sandbox's rows say; a clean file passes once another case does."""
+    chapter = plan.prepare("02")
+    _fused_package(tmp_path)
+    (tmp_path / "fused_learner").rename(tmp_path / "course_lib")
+    rows = [GradeRow("02", "course_lib", g.label, g.case.points, g.case.points, "pass", "", "bwrap") for g in chapter.cases]
+    scanned = {r.component: r for r in with_source_scans(Reader(tmp_path), chapter, rows)}
+    assert scanned["built from scratch"].status == "fail" and scanned["built from scratch"].isolation == "none"
+    assert "scaled_dot_product_attention" in scanned["built from scratch"].message
+    (tmp_path / "course_lib" / "attention.py").write_text((LAYOUT.reference / "attention.py").read_text())
+    scanned = {r.component: r for r in with_source_scans(Reader(tmp_path), chapter, rows)}
+    assert scanned["built from scratch"].status == "pass"
+    failing = [GradeRow("02", "course_lib", g.label, 0.0, g.case.points, "fail", "wrong", "bwrap") for g in chapter.cases]
+    scanned = {r.component: r for r in with_source_scans(Reader(tmp_path), chapter, failing)}
+    assert scanned["built from scratch"].status == "fail" and "no other check" in scanned["built from scratch"].message

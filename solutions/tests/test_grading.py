@@ -27,6 +27,7 @@ pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grad
 TIMEOUT = 10
 STRAY_MARKERS = (b"987654", b"_grader_child")
 SUBSET = ["correct", "wrong_values", "nan", "syntax_error", "exit_in_call", "inplace"]
+SCRATCH = "built from scratch"  # the ready-made case: read from the source in the grader's process, nothing runs
 
 
 def course(*args: str, **kw) -> subprocess.CompletedProcess:
@@ -36,8 +37,10 @@ def course(*args: str, **kw) -> subprocess.CompletedProcess:
 
 def grade_args(subs: list[Path] | Path, out: Path, jobs: int = 2) -> list[str]:
     paths = [str(p) for p in (subs if isinstance(subs, list) else [subs])]
+    # --trust-learners: lets the batch run where COURSE_GRADE_ISOLATION=rlimits or bubblewrap is missing
+    # (test_isolation_recorded still insists on bubblewrap wherever it is installed)
     return ["grade", *paths, "--out", str(out), "--jobs", str(jobs), "--timeout", str(TIMEOUT),
-            "--no-notebooks", "--memory", "1536"]
+            "--no-notebooks", "--memory", "1536", "--trust-learners"]
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -146,7 +149,7 @@ def test_score_vector(batch, learner):
 
 
 def test_isolation_recorded(batch):
-    isolations = {r["isolation"] for r in batch["rows"] if r["learner"] == "correct"}
+    isolations = {r["isolation"] for r in batch["rows"] if r["learner"] == "correct" and r["component"] != SCRATCH}
     assert len(isolations) == 1 and isolations <= {"bwrap", "rlimits"}
     if Path("/usr/bin/bwrap").exists() and os.environ.get("COURSE_GRADE_ISOLATION") != "rlimits":
         assert isolations == {"bwrap"}, "bubblewrap is installed but did not run"
@@ -172,6 +175,18 @@ def test_messages_name_the_failure(batch):
     assert "ended during this case" in msg[("exit_in_call", "float64 in, float64 out")]
     assert "missing from the submission" in msg[("no_course_lib", "values, no mask")]
     assert "allocate" in msg[("memory_bomb", "values, no mask")].lower() or "memory" in msg[("memory_bomb", "values, no mask")].lower()
+
+
+def test_ready_made_attention_loses_only_built_from_scratch(batch):
+    """The fused learner's values are right; the parent's scan of its submitted file finds F.scaled_dot_product_attention."""
+    rows = {r["component"]: r for r in batch["rows"] if r["learner"] == "fused" and r["kind"] == "course_lib"}
+    scratch = rows[SCRATCH]
+    assert scratch["status"] == "fail" and scratch["isolation"] == "none", scratch
+    assert "ready-made torch.nn.functional.scaled_dot_product_attention (line " in scratch["message"], scratch
+    assert all(r["status"] == "pass" for name, r in rows.items() if name != SCRATCH)
+    assert {r["status"] for r in batch["rows"] if r["learner"] == "correct" and r["component"] == SCRATCH} == {"pass"}
+    text = (batch["out"] / "feedback" / "fused.md").read_text(encoding="utf-8")
+    assert "must be built from scratch" in text
 
 
 def test_known_mistakes_named_in_feedback(batch):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from course_lib.provided.checking import Case, CheckFailure, Outputs
+from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
 
 CHAPTER = "02"
 TITLE = "Attention"
@@ -31,27 +31,48 @@ def plain(seed: int, lead: tuple[int, ...] = (2,), seq_q: int = 5, seq_k: int = 
     return qkv(seed, lead, seq_q, seq_k, d_k, d_v, dtype)
 
 
-def with_padding(seed: int, batch: int = 3, heads: int = 2, seq: int = 6, d_k: int = 8, d_v: int = 4) -> dict[str, Tensor]:
-    inputs = qkv(seed, (batch, heads), seq, seq, d_k, d_v)
+def with_padding(seed: int, batch: int = 3, heads: int = 2, seq: int = 6, d_k: int = 8, d_v: int = 4,
+                 dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    inputs = qkv(seed, (batch, heads), seq, seq, d_k, d_v, dtype)
     lengths = torch.arange(batch) % (seq - 1) + 2                  # (batch,) each >= 2 valid keys
     mask = torch.arange(seq)[None, :] < lengths[:, None]           # (batch, seq_k)
     inputs["mask"] = mask[:, None, None, :]                        # (batch, 1, 1, seq_k)
     return inputs
 
 
-def with_causal(seed: int, batch: int = 2, heads: int = 3, seq: int = 5, d_k: int = 8, d_v: int = 6) -> dict[str, Tensor]:
-    inputs = qkv(seed, (batch, heads), seq, seq, d_k, d_v)
+def with_causal(seed: int, batch: int = 2, heads: int = 3, seq: int = 5, d_k: int = 8, d_v: int = 6,
+                dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    inputs = qkv(seed, (batch, heads), seq, seq, d_k, d_v, dtype)
     inputs["mask"] = torch.tril(torch.ones(seq, seq, dtype=torch.bool))  # (seq_q, seq_k)
     return inputs
 
 
-def with_empty_rows(seed: int, batch: int = 2, seq_q: int = 4, seq_k: int = 5, d_k: int = 8, d_v: int = 4) -> dict[str, Tensor]:
-    inputs = qkv(seed, (batch,), seq_q, seq_k, d_k, d_v)
+def with_empty_rows(seed: int, batch: int = 2, seq_q: int = 4, seq_k: int = 5, d_k: int = 8, d_v: int = 4,
+                    dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    inputs = qkv(seed, (batch,), seq_q, seq_k, d_k, d_v, dtype)
     g = torch.Generator().manual_seed(seed + 1)
     mask = torch.rand(batch, seq_q, seq_k, generator=g) > 0.3      # (batch, seq_q, seq_k)
     mask[:, 0, 0] = True
     mask[0, 1, :] = False                                          # a fully masked query row
     mask[1, -1, :] = False
+    inputs["mask"] = mask
+    return inputs
+
+
+MASK_SHAPES = {  # every mask shape the docstring promises, beyond (batch, 1, 1, seq_k) and (seq_q, seq_k)
+    "keys": lambda b, h, q, k: (k,),              # (seq_k,): the same keys hidden for every query
+    "queries": lambda b, h, q, k: (b, 1, q, k),   # (batch, 1, seq_q, seq_k): shared by the heads
+    "heads": lambda b, h, q, k: (b, h, q, k),     # (batch, heads, seq_q, seq_k): one per head
+}
+
+
+def with_mask(seed: int, shape: str, batch: int = 2, heads: int = 3, seq_q: int = 4, seq_k: int = 6, d_k: int = 8,
+              d_v: int = 5) -> dict[str, Tensor]:
+    """Inputs with (batch, heads) leading dims and a random mask of the shape MASK_SHAPES[shape]."""
+    inputs = qkv(seed, (batch, heads), seq_q, seq_k, d_k, d_v)
+    g = torch.Generator().manual_seed(seed + 1)
+    mask = torch.rand(MASK_SHAPES[shape](batch, heads, seq_q, seq_k), generator=g) > 0.4
+    mask[..., 0] = True                                            # every query keeps a key
     inputs["mask"] = mask
     return inputs
 
@@ -107,7 +128,14 @@ def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
 
 PROBES = {"forward": forward, "untouched": untouched, "gradients": gradients}
 
-# ---------------------------------------------------------------- the public cases (10 points)
+# ---------------------------------------------------------------- the public cases (15 points)
+HALF = {"rtol": 1e-2, "atol": 4e-3}       # float16: a few units in the last place of the outputs
+BFLOAT = {"rtol": 3e-2, "atol": 3e-2}     # bfloat16 keeps 8 bits of mantissa
+
+# PyTorch's ready-made counterparts of this chapter's component (fnmatch patterns on the parts of a name).
+READY_MADE = {"attention.py": ["scaled_dot_product_attention", "_scaled_dot_product_*", "flex_attention",
+                               "MultiheadAttention", "multi_head_attention_forward", "Transformer*"]}
+
 CASES = [
     Case("values, no mask", 1.0, "forward", lambda s: plain(s), seed=201,
          about="batch of 2, seq_q 5, seq_k 6, d_k 8, d_v 4"),
@@ -129,6 +157,20 @@ CASES = [
          about="query, key, value and mask unchanged after the call",
          hint="Your function changed one of its inputs in place (an in-place op such as /=, masked_fill_ "
               "or softmax_ on an input): compute on new tensors."),
+    Case("key mask (seq_k,)", 0.5, "forward", lambda s: with_mask(s, "keys"), seed=210,
+         about="a 1-D mask broadcast over batch, heads and queries"),
+    Case("mask (batch, 1, seq_q, seq_k)", 0.5, "forward", lambda s: with_mask(s, "queries"), seed=211,
+         about="one mask per sequence, shared by the heads"),
+    Case("mask per head (batch, heads, seq_q, seq_k)", 0.5, "forward", lambda s: with_mask(s, "heads"), seed=212,
+         about="a mask as large as the scores"),
+    Case("float16 with a mask", 1.0, "forward", lambda s: with_padding(s, dtype=torch.float16), seed=213,
+         about="half precision: the masked fill must fit in float16", **HALF),
+    Case("bfloat16 with a mask", 1.0, "forward", lambda s: with_causal(s, dtype=torch.bfloat16), seed=214,
+         about="bfloat16 in, bfloat16 out", **BFLOAT),
+    Case("square shapes (batch = seq_k = d_k)", 0.5, "forward",
+         lambda s: plain(s, lead=(4,), seq_q=3, seq_k=4, d_k=4, d_v=6), seed=215,
+         about="batch, seq_k and d_k all 4, where transposing the wrong axes still runs"),
+    ready_made_case(READY_MADE, 1.0, about="no PyTorch ready-made attention (read from the source, not run)"),
 ]
 
 # ---------------------------------------------------------------- known mistakes and their messages
@@ -145,4 +187,15 @@ MISTAKES = {
     "mask_after_softmax": "The mask is applied after the softmax: the weights of a row no longer sum to 1. Mask the scores, then take the softmax.",
     "inplace_scale": "The input query is modified in place (e.g. query /= math.sqrt(d_k) or query.div_()); compute on new tensors.",
     "mixes_keys": "The output mixes the keys, not the values: multiply the weights by value (the output's last axis is d_v, the width of value).",
+    "big_negative_fill": "Masked scores are filled with a fixed big negative number such as -1e9, which does not fit in float16 (its most negative value is about -65504): fill with torch.finfo(scores.dtype).min, the most negative value of the scores' own dtype.",
+    "mask_assumed_batch_seq_k": "The mask is assumed to be (batch, seq_k) (e.g. mask[:, None, None, :] on every mask): use it as given, broadcast against the scores (..., seq_q, seq_k). It may be (seq_k,), (seq_q, seq_k), (batch, 1, 1, seq_k), (batch, 1, seq_q, seq_k) or (batch, heads, seq_q, seq_k).",
+    "swapped_return": "The results are returned as (weights, output); return (output, weights).",
+    "dot_T": "key.T reverses *all* the axes of a batched tensor (and is deprecated for more than 2 dims), not just the last two: transpose the last two with key.transpose(-2, -1) (or key.mT).",
+}
+
+# Known mistakes recognised by the exception they raise (re.search on "raised <Type>: <message>"):
+# they return no outputs to compare on the cases where they raise.
+RAISES = {
+    "big_negative_fill": r"cannot be converted to type \S*(Half|BFloat16) without overflow",
+    "dot_T": r"x\.T` on tensors of dimension other than",
 }
