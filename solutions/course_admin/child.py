@@ -5,17 +5,24 @@ It imports nothing from the grader: only the standard library, torch, the instru
 ``course_lib.provided`` and the chapter spec copied beside it. It never sees expected values.
 
 For each case from START on it loads that case's inputs (``inputs.pt``, weights_only), runs the probe
-and writes ``out/NNN.pt``: {"kind": "outputs", "outputs": {key: tensor | {"not_tensor": type name}}}
-or {"kind": "exception", "message": str}. The parent treats a missing or unreadable file as a failure.
+and sends a record: {"kind": "outputs", "outputs": {key: tensor | {"not_tensor": type name}}}
+or {"kind": "exception", "message": str}, ``torch.save``d, as one frame (case index, length, payload:
+``sandbox.RESULT_HEADER``) on the pipe whose fd is $COURSE_RESULT_FD; the parent writes it to
+``out/NNN.pt``. Nothing is written to disk here: the sandbox folder is read-only. The parent treats a
+missing or unreadable result as a failure.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
+import struct
 import sys
 
 BOX = os.path.dirname(os.path.abspath(__file__))
 MAX_MESSAGE = 600
+HEADER = struct.Struct("<IQ")   # = sandbox.RESULT_HEADER
+MAX_RESULT = 16 * 1024**2 - 4096  # under sandbox.Limits.result_bytes
 
 
 class _CappedStream:
@@ -91,6 +98,24 @@ def _record(actual: object, describe, tensor_type: type) -> dict:
     return {"kind": "outputs", "outputs": outputs}
 
 
+def _sender(fd: int, save):
+    """send(index, record): one frame on the result pipe; an oversized record becomes an exception record."""
+    write = os.write  # taken before learner code runs
+
+    def send(index: int, record: dict) -> None:
+        buffer = io.BytesIO()
+        save(record, buffer)
+        data = buffer.getvalue()
+        if len(data) > MAX_RESULT:
+            buffer = io.BytesIO()
+            save({"kind": "exception", "message": f"the result is larger than {MAX_RESULT >> 20} MiB"}, buffer)
+            data = buffer.getvalue()
+        frame = memoryview(HEADER.pack(index, len(data)) + data)
+        while frame:
+            frame = frame[write(fd, frame):]
+    return send
+
+
 def main() -> int:
     start = int(sys.argv[1])
     with open(os.path.join(BOX, "job.json"), encoding="utf-8") as fh:
@@ -113,12 +138,11 @@ def main() -> int:
     sys.modules[module_spec.name] = spec
     module_spec.loader.exec_module(spec)
     all_inputs = torch.load(os.path.join(BOX, "inputs.pt"), weights_only=True)
-    out_dir = os.path.join(BOX, "out")
     impl = Impl("course_lib", "learner")
     describe = checking._describe_exception
     run_probe = checking.run_probe
     probes = dict(spec.PROBES)
-    save = torch.save  # taken before learner code runs, which may replace torch's attributes
+    send = _sender(int(os.environ["COURSE_RESULT_FD"]), torch.save)  # before learner code can replace torch.save
     tensor_type = torch.Tensor
 
     if job.get("audit"):
@@ -136,10 +160,7 @@ def main() -> int:
             actual = run_probe(probes, _Case(item["probe"]), impl, all_inputs[index])
         except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from learner code too
             actual = exc
-        record = _record(actual, describe, tensor_type)
-        tmp = os.path.join(out_dir, f".{index:03d}.tmp")
-        save(record, tmp)
-        os.replace(tmp, os.path.join(out_dir, f"{index:03d}.pt"))
+        send(index, _record(actual, describe, tensor_type))
     return 0
 
 

@@ -11,6 +11,13 @@ chapters (--prereqs learner, the default); when one of them fails its own checks
 checks say so. --prereqs reference runs the reference's modules of earlier chapters instead: use it
 only once those solutions are published, since the learner's code can read what runs beside it.
 
+Isolation: learner code runs under bubblewrap (``--isolation auto``, the default, when it works). Without
+it, learner code would run with this process's rights (the rlimits fallback is no boundary): `course grade`
+then refuses to grade unless given --trust-learners, and says so loudly; as root it runs the code as an
+unprivileged uid of its own. --require-sandbox refuses whenever bubblewrap is not what runs.
+
+The learner id is the collected zip's or folder's name (submissions.py), never what the manifest claims.
+
 This process never imports learner code: it makes the inputs, computes expected values and the outputs
 of known-wrong variants with the reference, and only *loads data* (torch.load weights_only=True) that
 the sandboxed child wrote.
@@ -33,8 +40,8 @@ from pathlib import Path
 from course_lib.provided import chapters as chapters_mod
 from course_lib.provided.layout import chapter_facts
 
-from . import notebooks, plan, sandbox
-from .gradebook import Gradebook
+from . import notebooks, plan, procs, sandbox
+from .gradebook import Gradebook, GradebookError
 from .manual import read_manual_scores
 from .report import export
 from .rows import PREREQ_POLICIES, GradeRow, Options, total
@@ -200,7 +207,14 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], O
     parser.add_argument("--memory", type=int, default=2048, help="memory limit of learner code, MB")
     parser.add_argument("--notebook-memory", type=int, default=4096,
                         help="memory limit of a notebook's kernel, MB (it imports torch and Jupyter)")
-    parser.add_argument("--isolation", choices=["auto", "bwrap", "rlimits"], default="auto")
+    parser.add_argument("--isolation", choices=["auto", "bwrap", "rlimits"], default="auto",
+                        help="bwrap: bubblewrap or nothing; rlimits: limits only, no boundary (needs "
+                             "--trust-learners); auto (default): bubblewrap where it works")
+    parser.add_argument("--trust-learners", action="store_true",
+                        help="grade even without bubblewrap, where learner code can read your files, reach the "
+                             "network and (unless the grader is root) write whatever you can")
+    parser.add_argument("--require-sandbox", action="store_true",
+                        help="exit with an error, grading nothing, unless bubblewrap is what runs")
     parser.add_argument("--prereqs", choices=PREREQ_POLICIES, default="learner",
                         help="whose modules of earlier chapters a chapter runs: the learner's own (default) or "
                              "the reference's (only once those solutions are published)")
@@ -225,23 +239,65 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], O
     return args, numbers, opts
 
 
+def _err(line: str) -> None:
+    print(f"course grade: {line}", file=sys.stderr)
+
+
+def choose_isolation(args: argparse.Namespace) -> str | None:
+    """The isolation of this run, or None (after saying why) when it must not grade at all."""
+    try:
+        isolation = sandbox.detect(args.isolation)
+    except RuntimeError as exc:
+        _err(f"{exc}; nothing graded")
+        return None
+    if isolation == "bwrap":
+        return isolation
+    why = procs.why_not_bwrap(args.isolation)
+    if args.require_sandbox:
+        _err(f"--require-sandbox: bubblewrap is not what would run ({why}); nothing graded")
+        return None
+    if not args.trust_learners:
+        _err(f"{why}. Without bubblewrap, learner code runs with your rights: it can read your files, reach "
+             "the network and, unless you are root, write whatever you can (the rlimits fallback limits time "
+             "and memory, it is no boundary). Install bubblewrap (apt-get install bubblewrap), or, for learners "
+             "you trust, pass --trust-learners. Nothing graded.")
+        return None
+    read_all, how = procs.unprivileged()
+    if read_all is None:
+        _err(f"{why}, and the fallback cannot drop root's rights: {how}. Nothing graded.")
+        return None
+    lib = (f"course_lib checks: {how}" if procs.sandbox_uid() is not None
+           else "course_lib checks run as YOU: they can write whatever you can")
+    notebooks = "" if args.no_notebooks else "; notebook kernels run as YOU: they can write whatever you can"
+    rule = "!" * 100
+    for line in (rule, f"NOT SANDBOXED: {why}.",
+                 "Learner code runs under rlimits only: it can read your files and reach the network.",
+                 f"{lib}{notebooks}.",
+                 "--trust-learners was given; every row of this run says isolation=rlimits.", rule):
+        _err(line)
+    return isolation
+
+
 def main(argv: list[str] | None = None) -> int:
     args, numbers, opts = parse_args(argv)
-    opts = replace(opts, isolation=sandbox.detect(args.isolation))
-    if opts.isolation != "bwrap":
-        if not args.quiet:
-            print(f"course grade: bubblewrap unavailable ({sandbox.bwrap_works()[1]}); "
-                  "falling back to rlimits, with no network or file-system isolation", file=sys.stderr)
+    isolation = choose_isolation(args)
+    if isolation is None:
+        return 2
+    opts = replace(opts, isolation=isolation)
     sandbox.sweep_stale()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    book = Gradebook(out / "gradebook.sqlite")
+    try:
+        book = Gradebook(out / "gradebook.sqlite")
+    except GradebookError as exc:
+        _err(f"{exc}. Nothing graded.")
+        return 2
     if args.manual is not None:
         book.set_manual(args.manual_scores)
         if not args.quiet:
             print(f"course grade: {len(args.manual_scores)} written answer(s) graded by hand, from {args.manual}")
     subs = discover(args.submissions)
-    config = plan.grader_fingerprint(numbers, opts.prereqs)
+    config = f"{plan.grader_fingerprint(numbers, opts.prereqs)}|{opts.isolation}"  # a switch of isolation regrades
     for sub in subs:
         sub.fingerprint = f"{sub.fingerprint or 'error:' + (sub.error or '')}|{config}"
     done = {} if args.regrade else book.finished()

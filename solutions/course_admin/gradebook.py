@@ -13,6 +13,11 @@ Tables
       "needs manual grading" rows of the same learner, chapter and cell when the table is read.
 
 A kill at any moment loses at most the learner being written: SQLite rolls the transaction back.
+
+Every open checks the file's schema against the one above (``check_schema``): a table with triggers,
+views, indexes or tables that this module did not create is refused, never written to. Every CSV cell
+of text that a spreadsheet would read as a formula (``= + - @``, tab, carriage return first) gets a
+leading ``'`` (``csv_cell``).
 """
 from __future__ import annotations
 
@@ -43,6 +48,45 @@ CREATE TABLE IF NOT EXISTS manual (
     max_points REAL NOT NULL, PRIMARY KEY (learner, chapter, component));
 """
 MANUAL = "needs manual grading"
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+class GradebookError(Exception):
+    """The grade table cannot be used as it is; the message names the file and the fix."""
+
+
+def _unreadable(path: Path, exc: Exception) -> GradebookError:
+    return GradebookError(f"{path} is not a grade table course grade can read ({exc}); move it away, "
+                          "or pass another --out, and grade again")
+
+
+def _objects(db: sqlite3.Connection) -> set[tuple[str, str, str, str | None]]:
+    return set(db.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+
+
+def expected_objects() -> set[tuple[str, str, str, str | None]]:
+    """What ``SCHEMA`` creates (tables and their primary-key indexes), as sqlite_master lists it."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.executescript(SCHEMA)
+        return _objects(db)
+    finally:
+        db.close()
+
+
+def check_schema(db: sqlite3.Connection, path: Path) -> None:
+    """Refuse a table holding anything this module did not create: a trigger, a view, an index, another
+    table, or one of ours with other columns (it would run or change what we write)."""
+    try:
+        found = _objects(db)
+    except sqlite3.DatabaseError as exc:
+        raise _unreadable(path, exc) from None
+    strange = found - expected_objects()
+    if strange:
+        names = ", ".join(sorted(f"{kind} {name!r}" for kind, name, _, _ in strange))
+        raise GradebookError(f"{path} holds objects course grade did not create ({names}); it may have been "
+                             "tampered with. Nothing was written: move it away (keep it to investigate), or pass "
+                             "another --out, and grade again")
 
 
 class Gradebook:
@@ -50,9 +94,18 @@ class Gradebook:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
-        self.db.executescript(SCHEMA)
+        try:
+            self.db.execute("PRAGMA trusted_schema=OFF")
+            check_schema(self.db, path)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            raise _unreadable(path, exc) from None
+        except BaseException:
+            self.db.close()
+            raise
 
     def close(self) -> None:
         self.db.close()
@@ -125,7 +178,7 @@ class Gradebook:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(COLUMNS)
             for learner, row in self.table():
-                writer.writerow([learner] + [_fmt(getattr(row, c)) for c in COLUMNS[1:]])
+                writer.writerow([csv_cell(learner)] + [csv_cell(getattr(row, c)) for c in COLUMNS[1:]])
         tmp.replace(path)
 
     def export_totals(self, path: Path) -> None:
@@ -139,11 +192,13 @@ class Gradebook:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(["learner", "chapter", "kind", "points", "max_points"])
             for (learner, chapter, kind), (p, m) in sorted(totals.items()):
-                writer.writerow([learner, chapter, kind, _fmt(p), _fmt(m)])
+                writer.writerow([csv_cell(learner), csv_cell(chapter), csv_cell(kind), csv_cell(p), csv_cell(m)])
         tmp.replace(path)
 
 
-def _fmt(value: Any) -> str:
+def csv_cell(value: Any) -> str:
+    """A CSV cell: numbers as ``%g``; text that a spreadsheet would run as a formula behind a ``'``."""
     if isinstance(value, float):
         return f"{value:g}"
-    return str(value)
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text

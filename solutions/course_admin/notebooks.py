@@ -207,7 +207,7 @@ def _template(source: Path, timeout_s: int) -> Path:
         if path.is_dir() and _digest(path) == digest:
             return path
         del _TEMPLATES[key]
-    build = Path(tempfile.mkdtemp(prefix="course-nbgrader-template-"))
+    build = Path(tempfile.mkdtemp(prefix=f"{procs.TEMPLATE_PREFIX}{os.getpid()}-"))  # swept once we are gone
     atexit.register(shutil.rmtree, build, True)
     course = build / "course"
     (course / "source" / source.parent.name).mkdir(parents=True)

@@ -10,6 +10,11 @@ Isolation has two names, used everywhere (grade rows, ``NotebookGrade.isolation`
 
 One environment switch, ``COURSE_GRADE_ISOLATION`` (auto, bwrap or rlimits), overrides what a caller
 asks of ``detect()``; ``course grade --isolation rlimits`` sets it so that the notebook kernels follow.
+``why_not_bwrap()`` says truthfully why a run is not under bubblewrap (asked for, or bwrap's failure).
+
+Under ``rlimits`` learner code runs with the grader's rights unless the grader is root: then the course_lib
+child runs as an unprivileged uid of its own (``sandbox_uid()``, one per grading process, through
+``drop_privileges()``), which cannot write the grader's files nor signal another learner's run.
 
 Killing: ``kill_all(find)`` freezes (SIGSTOP) what ``find()`` returns, asks again (a fork may have raced
 the freeze), then SIGKILLs the lot, until ``find()`` returns nothing alive. A process tree, a cgroup and
@@ -95,6 +100,70 @@ def detect(requested: str = "auto") -> str:
     if requested == "bwrap":
         raise RuntimeError(f"--isolation bwrap was asked for but {why}")
     return "rlimits"
+
+
+def why_not_bwrap(requested: str = "auto") -> str:
+    """Why ``detect(requested)`` does not give bwrap: the switch or option that asked for rlimits, or
+    bubblewrap's own failure."""
+    switch = os.environ.get(SWITCH)
+    if switch == "rlimits":
+        return f"rlimits was asked for ({SWITCH}=rlimits in the environment)"
+    if requested == "rlimits":
+        return "rlimits was asked for (--isolation rlimits)"
+    return f"bubblewrap does not work here: {bwrap_works()[1]}"
+
+
+SANDBOX_UID_BASE = 1_000_000
+
+
+def sandbox_uid() -> int | None:
+    """The uid the rlimits fallback runs learner code as when the grader is root (None otherwise): no
+    account, no group, one per grading process so that two learners graded at once cannot touch each
+    other's processes. RLIMIT_NPROC then counts this run's processes only."""
+    return SANDBOX_UID_BASE + os.getpid() if os.geteuid() == 0 else None
+
+
+def drop_privileges(uid: int | None, read_all: bool = False) -> list[str]:
+    """The argv prefix that runs a command as ``uid`` (no groups, no capabilities, no new privileges
+    through setuid programs), killed with its parent. ``read_all`` keeps CAP_DAC_READ_SEARCH (read any
+    file, write none): for an interpreter installed where other users cannot read (pyenv under /root)."""
+    if uid is None:
+        return ["setpriv", "--no-new-privs", "--pdeathsig", "KILL", "--"]
+    caps = (["--inh-caps", "-all,+dac_read_search", "--ambient-caps", "+dac_read_search",
+             "--bounding-set", "-all,+dac_read_search"] if read_all else
+            ["--inh-caps", "-all", "--bounding-set", "-all"])
+    return ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", *caps,
+            "--no-new-privs", "--pdeathsig", "KILL", "--"]
+
+
+def _runs_as(uid: int, read_all: bool) -> tuple[bool, str]:
+    exe, prefix, site = python_paths()
+    code = f"import sys; sys.path.insert(0, {str(site)!r}); import torch; print(sys.base_prefix)"
+    try:
+        proc = subprocess.run(drop_privileges(uid, read_all) + [str(exe), "-I", "-S", "-c", code], cwd="/",
+                              capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": "/"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"setpriv failed to start: {exc}"
+    if proc.returncode != 0 or os.path.realpath(proc.stdout.strip() or "?") != str(prefix):
+        return False, f"exit {proc.returncode}, {(proc.stderr.strip() or proc.stdout.strip())[-300:]}"
+    return True, ""
+
+
+@functools.lru_cache(maxsize=None)
+def unprivileged() -> tuple[bool | None, str]:
+    """How the rlimits fallback runs learner code as root: (read_all, description), read_all None when
+    Python cannot run as ``sandbox_uid()`` at all. Not root: (False, ...) and the grader's own uid."""
+    uid = sandbox_uid()
+    if uid is None:
+        return False, "not root: learner code runs with the grader's own uid"
+    ok, why = _runs_as(uid, False)
+    if ok:
+        return False, f"learner code runs as uid {uid}: it cannot write your files"
+    if _runs_as(uid, True)[0]:
+        return True, (f"learner code runs as uid {uid} allowed to read every file (the interpreter is not "
+                      "readable by other users) but to write none")
+    return None, (f"Python and torch cannot run as uid {uid} ({why}); make the interpreter and the virtual "
+                  "environment readable by all users")
 
 
 def become_subreaper() -> None:
@@ -274,17 +343,23 @@ class Cgroup:
         return killed
 
 
+TEMPLATE_PREFIX = "course-nbgrader-template-"  # notebooks.py: course-nbgrader-template-<pid>-...
+SCRATCH_PREFIXES = (Cgroup.PREFIX, TEMPLATE_PREFIX)
+
+
 def _owner_gone(name: str) -> bool:
-    """For a name course_grade_<pid>_...: whether that process is gone."""
-    m = re.match(rf"{Cgroup.PREFIX}(\d+)_", name)
+    """For a name course_grade_<pid>_... or course-nbgrader-template-<pid>-...: whether that process is gone."""
+    m = re.match(rf"(?:{Cgroup.PREFIX}|{TEMPLATE_PREFIX})(\d+)[_-]", name)
     return bool(m) and not Path(f"/proc/{m.group(1)}").exists()
 
 
 def sweep_stale() -> int:
     """Kill and remove what a grading process that was killed left: its cgroups and its scratch folders
-    (``tempfile`` folders named course_grade_<pid>_...)."""
+    (``tempfile`` folders named course_grade_<pid>_... and course-nbgrader-template-<pid>-...); those
+    of a live process are kept."""
     killed = Cgroup.sweep_stale()
-    for d in Path(tempfile.gettempdir()).glob(Cgroup.PREFIX + "*"):
-        if d.is_dir() and _owner_gone(d.name):
-            shutil.rmtree(d, ignore_errors=True)
+    for prefix in SCRATCH_PREFIXES:
+        for d in Path(tempfile.gettempdir()).glob(prefix + "*"):
+            if d.is_dir() and not d.is_symlink() and _owner_gone(d.name):
+                shutil.rmtree(d, ignore_errors=True)
     return killed

@@ -1,5 +1,6 @@
 """What a grading run hands out: grades.csv, totals.csv and one Markdown feedback file per learner
-(plus each notebook's feedback HTML), all read back from the grade table."""
+(plus each notebook's feedback HTML), all read back from the grade table. Feedback files are named by
+``submissions.disk_name(learner)``: the id itself when plain, else an ASCII slug and a hash."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,6 +10,7 @@ from course_lib.provided.layout import SpecError, chapter_facts
 
 from .gradebook import Gradebook
 from .rows import GradeRow, total
+from .submissions import disk_name
 
 SECTIONS = (("course_lib", "course_lib checks"), ("notebook", "Notebook"), ("submission", "Submission"))
 
@@ -79,8 +81,8 @@ def export(book: Gradebook, out: Path) -> None:
     folder = out / "feedback"
     folder.mkdir(exist_ok=True)
     texts = _mistake_texts()
-    for learner in book.learners():
+    for learner in book.learners():  # file names: disk_name(learner), safe and distinct per learner id
         text = feedback_markdown(learner, book.rows(learner), texts)
-        (folder / f"{learner}.md").write_text(text, encoding="utf-8")
+        (folder / f"{disk_name(learner)}.md").write_text(text, encoding="utf-8")
         for _chapter, name, content in book.feedback_files(learner):
-            (folder / f"{learner}_{Path(name).name}").write_text(content, encoding="utf-8")
+            (folder / f"{disk_name(learner)}_{Path(name).name}").write_text(content, encoding="utf-8")

@@ -1,30 +1,42 @@
-"""Run one command on learner code, contained: no network, limits, its own directory, nothing left behind.
+"""Run one command on learner code, contained: no network, limits, bounded disk, nothing left behind.
 
 Two isolation levels (``procs.py`` names and detects them), chosen once per grading run (``detect()``)
 and recorded in every grade row:
 
 ``bwrap``    Debian's bubblewrap: new user, PID, network, IPC, UTS and cgroup namespaces
              (``--unshare-all``), an empty root with read-only binds of /usr, the Python installation
-             and the virtual environment, the sandbox directory as the only writable place, a small
-             tmpfs /tmp, ``--die-with-parent`` and ``--new-session``; uid 65534 inside.
-             The grader's files, other submissions and the gradebook are simply not there.
-``rlimits``  the fallback when bubblewrap cannot start: the same limits, a new session, but the
-             learner code sees the file system and the network (the child adds a Python audit hook that
-             refuses sockets, subprocesses and opening files outside the sandbox, which stops careless
-             code, not a determined attacker).
+             and the virtual environment, the sandbox directory bound *read-only* at /sandbox, the root
+             and /dev remounted read-only, and a tmpfs /tmp of ``Limits.tmp_bytes`` as the only writable
+             place; ``--die-with-parent`` and ``--new-session``; uid 65534 inside. The grader's files,
+             other submissions and the gradebook are simply not there.
+``rlimits``  the fallback when bubblewrap cannot start (or was asked for): the same limits, a new
+             session, but the learner code sees the file system and the network. As root, the command
+             runs as an unprivileged uid of its own (``procs.sandbox_uid``) with RLIMIT_NPROC, and the
+             sandbox directory is readable, not writable, by it; otherwise with the grader's own rights.
+             The child's Python audit hook (sockets, subprocesses, files outside the sandbox) stops
+             careless code, not a determined attacker: ``course grade`` asks for ``--trust-learners``.
+
+Results never go through the file system: the command writes them to fd 3, a pipe, as frames
+(``RESULT_HEADER``: case index, length, then a ``torch.save`` payload), and this process writes each
+complete frame to ``box/out/NNN.pt``, at most ``Limits.result_bytes`` a frame and ``Limits.results_total``
+in all. So a learner can fill neither the disk (nothing on disk is writable) nor the results folder.
 
 Both levels apply, through ``prlimit``, RLIMIT_AS (memory), RLIMIT_FSIZE (size of any file written,
 with SIGXFSZ ignored so that writes fail instead of killing), RLIMIT_NOFILE and RLIMIT_CPU; stdout and
 stderr go to a log file, cut to its head and tail when large. When the kernel lets us (cgroup v1 ``pids``
 and ``memory`` controllers writable, as root here), the command runs in its own cgroup with a cap on
-processes and memory. Afterwards the process tree, the cgroup and any process carrying the run's token
-in its environment are killed (``procs.kill_tree``, ``Cgroup.kill_all``, ``procs.kill_token``), daemons
-that left the session included.
+processes and memory (tmpfs pages count as memory). Afterwards the process tree, the cgroup and any
+process carrying the run's token in its environment are killed (``procs.kill_tree``, ``Cgroup.kill_all``,
+``procs.kill_token``), daemons that left the session included.
 """
 from __future__ import annotations
 
+import os
+import select
 import shlex
+import struct
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +44,10 @@ from . import procs
 from .procs import bwrap_works, detect, python_paths, sweep_stale
 
 __all__ = ["Limits", "RunResult", "bwrap_works", "detect", "python_paths", "run", "sweep_stale"]
+
+RESULT_FD = 3
+RESULT_FD_VAR = "COURSE_RESULT_FD"
+RESULT_HEADER = struct.Struct("<IQ")  # case index, payload length
 
 
 @dataclass(frozen=True)
@@ -42,7 +58,9 @@ class Limits:
     output_keep: int = 64 * 1024        # bytes of the log's head and of its tail kept on disk
     max_processes: int = 64             # needs the pids cgroup
     open_files: int = 256
-    tmp_bytes: int = procs.BWRAP_TMP_BYTES  # bwrap's /tmp
+    tmp_bytes: int = procs.BWRAP_TMP_BYTES  # bwrap's /tmp, the only writable place under bwrap
+    result_bytes: int = 16 * 1024**2    # one result frame (one case's outputs)
+    results_total: int = 256 * 1024**2  # everything in box/out together
 
 
 @dataclass
@@ -52,8 +70,10 @@ class RunResult:
 
 
 def _bwrap_argv(box: Path, inner: list[str], limits: Limits) -> list[str]:
+    """The box read-only at /sandbox; then the root and /dev read-only, leaving the sized /tmp writable."""
     return procs.bwrap_root(limits.tmp_bytes) + [
-        "--bind", str(box), "/sandbox", "--chdir", "/sandbox", "--setenv", "HOME", "/sandbox", "--", *inner]
+        "--ro-bind", str(box), "/sandbox", "--chdir", "/sandbox", "--setenv", "HOME", "/tmp",
+        "--remount-ro", "/dev", "--remount-ro", "/", "--", *inner]
 
 
 def _cap_log(path: Path, keep: int) -> None:
@@ -68,43 +88,128 @@ def _cap_log(path: Path, keep: int) -> None:
     path.write_bytes(head + f"\n… [{size - 2 * keep} bytes of output left out] …\n".encode() + tail)
 
 
-def _script(command: list[str], limits: Limits, isolation: str, cgroup: procs.Cgroup) -> str:
-    """The shell line: join the cgroup, ignore SIGXFSZ, exec prlimit and the command."""
-    guard = [] if isolation == "bwrap" else ["setpriv", "--pdeathsig", "KILL", "--"]
+def _script(command: list[str], limits: Limits, isolation: str, cgroup: procs.Cgroup, uid: int | None,
+            result_fd: int) -> str:
+    """The shell line: join the cgroup, the result pipe on fd 3, ignore SIGXFSZ, exec [setpriv] prlimit
+    and the command."""
+    guard = [] if isolation == "bwrap" else procs.drop_privileges(uid, bool(uid is not None and procs.unprivileged()[0]))
+    nproc = [f"--nproc={limits.max_processes}"] if uid is not None else []
     prlimit = guard + ["prlimit", f"--as={limits.memory_bytes}", f"--fsize={limits.file_bytes}",
-                       f"--nofile={limits.open_files}", f"--cpu={int(limits.wall_s) + 5}", "--core=0", "--"]
+                       f"--nofile={limits.open_files}", f"--cpu={int(limits.wall_s) + 5}", "--core=0", *nproc, "--"]
     join = "".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))} && " for d in cgroup.dirs)
-    return f"{join}trap '' XFSZ && exec " + " ".join(shlex.quote(a) for a in prlimit + command)
+    pipe = f"exec {RESULT_FD}>&{result_fd} {result_fd}>&- && "
+    return f"{join}{pipe}trap '' XFSZ && exec " + " ".join(shlex.quote(a) for a in prlimit + command)
+
+
+def _readable_by_others(box: Path) -> None:
+    """rlimits as root: the box (and the folder holding it) traversable and readable, never writable,
+    by the unprivileged uid; everything in it was written by us."""
+    for d in (box.parent, box):
+        os.chmod(d, os.stat(d).st_mode | 0o011 | (0o055 if d == box else 0))
+    for root, dirs, files in os.walk(box):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                os.chmod(path, (os.lstat(path).st_mode & 0o755) | (0o055 if name in dirs else 0o044))
+
+
+class _Collector:
+    """Reads result frames from the pipe in a thread; writes each complete one to out/NNN.pt."""
+
+    def __init__(self, fd: int, out: Path, limits: Limits) -> None:
+        self.fd, self.out, self.limits = fd, out, limits
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _read(self, n: int) -> bytes | None:
+        chunks, left = [], n
+        while left:
+            ready, _, _ = select.select([self.fd], [], [], 0.1)
+            if not ready:
+                if self.stop.is_set():
+                    return None
+                continue
+            data = os.read(self.fd, min(left, 1 << 20))
+            if not data:
+                return None
+            chunks.append(data)
+            left -= len(data)
+        return b"".join(chunks)
+
+    def _used(self, skip: str) -> int:
+        return sum(p.stat().st_size for p in self.out.iterdir() if p.name != skip and p.is_file())
+
+    def _run(self) -> None:
+        try:
+            while True:
+                head = self._read(RESULT_HEADER.size)
+                if head is None:
+                    return
+                index, length = RESULT_HEADER.unpack(head)
+                name = f"{index:03d}.pt"
+                if index > 999 or length > self.limits.result_bytes or \
+                        self._used(name) + length > self.limits.results_total:
+                    return  # broken or oversized: stop reading; the child's next write fails
+                payload = self._read(length)
+                if payload is None:
+                    return
+                tmp = self.out / f".{name}.part"
+                tmp.write_bytes(payload)
+                tmp.replace(self.out / name)
+        except OSError:
+            return
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        os.close(self.fd)
 
 
 def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path) -> RunResult:
     """Run ``argv`` (paths inside the box given as /sandbox/...) with ``box`` as its only writable place.
 
-    In ``rlimits`` mode /sandbox in ``argv`` is rewritten to the box's real path.
+    In ``rlimits`` mode /sandbox in ``argv`` is rewritten to the box's real path. The command's results
+    (frames on fd 3, see the module docstring) land in ``box/out``.
     """
+    uid = None
     if isolation == "bwrap":
         command = _bwrap_argv(box, argv, limits)
     else:
         command = [a.replace("/sandbox", str(box)) if a.startswith("/sandbox") else a for a in argv]
+        uid = procs.sandbox_uid()
+        if uid is not None:
+            _readable_by_others(box)
     cgroup = procs.Cgroup(limits.max_processes, limits.memory_bytes + 512 * 1024**2)
     token_var, token = procs.new_token()
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(box), token_var: token,
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp" if isolation == "bwrap" else str(box),
+           token_var: token, RESULT_FD_VAR: str(RESULT_FD),
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
            "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": "/tmp" if isolation == "bwrap" else str(box)}
+    (box / "out").mkdir(exist_ok=True)
+    read_end, write_end = os.pipe()
+    collector = _Collector(read_end, box / "out", limits)
     timed_out = False
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(["/bin/sh", "-c", _script(command, limits, isolation, cgroup)],
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=box,
-                                env=env, start_new_session=True, close_fds=True)
-        try:
-            proc.wait(timeout=limits.wall_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            procs.kill_tree(proc.pid)
-            proc.wait()
-    cgroup.kill_all()
-    procs.kill_token(token)
-    cgroup.remove()
+    try:
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(["/bin/sh", "-c", _script(command, limits, isolation, cgroup, uid, write_end)],
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=box,
+                                    env=env, start_new_session=True, close_fds=True, pass_fds=(write_end,))
+            os.close(write_end)
+            write_end = -1
+            try:
+                proc.wait(timeout=limits.wall_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                procs.kill_tree(proc.pid)
+                proc.wait()
+        cgroup.kill_all()
+        procs.kill_token(token)
+        cgroup.remove()
+    finally:
+        if write_end >= 0:
+            os.close(write_end)
+        collector.finish()
     _cap_log(log, limits.output_keep)
     return RunResult(None if timed_out else proc.returncode, timed_out)

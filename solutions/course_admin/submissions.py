@@ -7,6 +7,11 @@ A submission (what `course submit` writes, or a folder collected by nbgrader) ho
 either at its root, under one top folder (a zip of a folder), or under ``course_submission/``
 (the layout `course submit --into` leaves beside the notebook in an nbgrader assignment folder).
 
+The learner id is what the instructor collected: the zip's or folder's name (``zoé_ch02.zip`` -> ``zoé``,
+NFC-normalised, Unicode kept), or for nbgrader's ``submitted/<student>/<assignment>/`` the student folder.
+Never the manifest, which the learner writes: a manifest naming someone else is a warning row. Two
+submissions under one id are an error row each. On disk (feedback files) an id is ``disk_name(id)``.
+
 Nothing here imports or runs learner code. Symlinks, absolute or ``..`` paths and oversized members
 are refused: a submission can only supply bytes, never point at another file on this machine.
 """
@@ -17,6 +22,7 @@ import json
 import os
 import re
 import stat
+import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -24,7 +30,6 @@ from pathlib import Path, PurePosixPath
 MAX_FILE_BYTES = 2 * 1024**2
 MAX_NOTEBOOK_BYTES = 20 * 1024**2
 MAX_MEMBERS = 2000
-LEARNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 
 
 class SubmissionError(Exception):
@@ -41,11 +46,41 @@ class Submission:
     warnings: list[str] = field(default_factory=list)
 
 
-def _id_from_name(name: str) -> str:
+ASSIGNMENT_RE = re.compile(r"ch\d{1,2}[_-].*|course_submission", re.IGNORECASE)
+PLAIN_RE = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?")
+MAX_ID_CHARS = 100
+
+
+def learner_id(name: str) -> str:
+    """The learner id of a collected zip or folder name: ``zoé_ch02.zip`` -> ``zoé``.
+
+    Unicode is kept, NFC-normalised (the same name typed on two systems is one id); control characters
+    become ``_``; the ``_chNN`` suffix that `course submit` adds is dropped."""
     stem = name[:-4] if name.lower().endswith(".zip") else name
-    stem = re.sub(r"[_-]ch\d{1,2}$", "", stem)
-    clean = re.sub(r"[^A-Za-z0-9._@+-]", "_", stem).lstrip("._-+@") or "unnamed"
-    return clean[:64]
+    stem = unicodedata.normalize("NFC", stem)
+    stem = re.sub(r"[_-]ch\d{1,2}$", "", stem, flags=re.IGNORECASE)
+    stem = "".join("_" if unicodedata.category(c)[0] == "C" else c for c in stem).strip()
+    return stem[:MAX_ID_CHARS] or "unnamed"
+
+
+def disk_name(learner: str) -> str:
+    """A file-name-safe form of a learner id (feedback/<disk_name>.md): the id itself when it is plain
+    lower-case ASCII, else an ASCII slug, ``~`` and a hash of the id. ``~`` never occurs in a plain
+    name, so distinct ids never share a file, on case-insensitive file systems too."""
+    if PLAIN_RE.fullmatch(learner):
+        return learner
+    ascii_ = unicodedata.normalize("NFKD", learner).encode("ascii", "ignore").decode().lower()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_).strip("-")[:40] or "learner"
+    return f"{slug}~{hashlib.sha256(learner.encode('utf-8')).hexdigest()[:10]}"
+
+
+def _collected_as(path: Path) -> str:
+    """The id of a submission the instructor named directly: its own name, or for nbgrader's
+    ``submitted/<student>/<assignment>/`` (and ``course_submission/`` inside it) the student folder."""
+    p = path
+    while p.is_dir() and ASSIGNMENT_RE.fullmatch(p.name) and p.parent != p and p.parent.name:
+        p = p.parent
+    return learner_id(p.name)
 
 
 def _looks_like_submission(d: Path) -> bool:
@@ -59,47 +94,63 @@ def discover(paths: list[str | Path]) -> list[Submission]:
     for raw in paths:
         p = Path(raw)
         if not p.exists() and not p.is_symlink():
-            found.append(Submission(_id_from_name(p.name), p, error=f"no such file or folder: {p}"))
+            found.append(Submission(learner_id(p.name), p, error=f"no such file or folder: {p}"))
         elif p.is_file() or p.is_symlink():
-            found.append(Submission(_id_from_name(p.name), p))
+            found.append(Submission(learner_id(p.name), p))
         elif _looks_like_submission(p):
-            found.append(Submission(_id_from_name(p.name), p))
+            found.append(Submission(_collected_as(p.absolute()), p))
         else:  # a folder of submissions; nbgrader's submitted/<learner>/<assignment>/ also works
             for child in sorted(p.iterdir()):
                 if child.is_dir() and not child.is_symlink():
                     if _looks_like_submission(child):
-                        found.append(Submission(_id_from_name(child.name), child))
+                        found.append(Submission(_collected_as(child.absolute()), child))
                     else:
                         inner = [c for c in sorted(child.iterdir()) if c.is_dir() and _looks_like_submission(c)]
                         if len(inner) == 1:
-                            found.append(Submission(_id_from_name(child.name), inner[0]))
+                            found.append(Submission(learner_id(child.name), inner[0]))
                         else:
-                            found.append(Submission(_id_from_name(child.name), child,
+                            found.append(Submission(learner_id(child.name), child,
                                                     error="no submission in this folder (no manifest.json, "
                                                           "course_lib/ or notebook)"))
                 elif child.suffix.lower() == ".zip":
-                    found.append(Submission(_id_from_name(child.name), child))
+                    found.append(Submission(learner_id(child.name), child))
+    found = _unique_paths(found)
     found.sort(key=lambda s: str(s.path))
     for sub in found:
         if sub.error is None:
             _inspect(sub)
-    _dedupe(found)
+    _collisions(found)
     return found
 
 
-def _dedupe(subs: list[Submission]) -> None:
-    seen: dict[str, Submission] = {}
+def _unique_paths(subs: list[Submission]) -> list[Submission]:
+    """A path named twice on the command line (or inside a folder also named) is one submission."""
+    seen: set[str] = set()
+    out = []
     for sub in subs:
-        if sub.learner in seen:
-            first = seen[sub.learner]
-            n = 2
-            while f"{sub.learner}~{n}" in seen:
-                n += 1
-            original = sub.learner
-            sub.learner = f"{original}~{n}"
-            sub.error = sub.error or (f"learner id {original!r} is also used by {first.path}; "
-                                      "graded only once, fix the id and grade again")
-        seen[sub.learner] = sub
+        key = os.path.realpath(sub.path)
+        if key not in seen:
+            seen.add(key)
+            out.append(sub)
+    return out
+
+
+def _collisions(subs: list[Submission]) -> None:
+    """Two submissions collected under one learner id (or one feedback file name) are both error rows,
+    each under its own key ``<id> (collision: <path>)``: neither is graded as that learner, none is skipped."""
+    groups: dict[str, list[Submission]] = {}
+    for sub in subs:
+        groups.setdefault(disk_name(sub.learner), []).append(sub)
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        ids = sorted({s.learner for s in group})
+        listed = ", ".join(str(s.path) for s in group)
+        what = f"the learner id {ids[0]!r}" if len(ids) == 1 else f"the learner ids {', '.join(map(repr, ids))}"
+        for sub in group:
+            sub.error = (f"{len(group)} submissions are collected under {what} ({listed}); none of them is "
+                         "graded: give each learner's submission its own file or folder name and grade again")
+            sub.learner = f"{sub.learner} (collision: {sub.path})"
 
 
 # ---------------------------------------------------------------- reading files from a zip or a folder
@@ -228,10 +279,6 @@ def read_manifest(reader: Reader) -> dict:
         raise SubmissionError(f"bad manifest.json: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise SubmissionError("bad manifest.json: expected a JSON object")
-    learner = data.get("learner")
-    if learner is not None and (not isinstance(learner, str) or not LEARNER_RE.fullmatch(learner)):
-        raise SubmissionError(f"bad manifest.json: learner id {str(learner)[:80]!r} is not a plain id "
-                              "(letters, digits, . _ @ + -, at most 64)")
     return data
 
 
@@ -246,8 +293,12 @@ def _inspect(sub: Submission) -> None:
     except OSError as exc:
         sub.error = f"cannot read the submission ({type(exc).__name__}: {exc})"
         return
-    if sub.manifest.get("learner"):
-        sub.learner = sub.manifest["learner"]
+    claimed = sub.manifest.get("learner")
+    if claimed is not None:
+        named = unicodedata.normalize("NFC", str(claimed))[:MAX_ID_CHARS]
+        if named != sub.learner:  # the id is the instructor's (the collected name), never the learner's
+            sub.warnings.append(f"manifest.json names the learner {named[:80]!r}, but this submission was "
+                                f"collected as {sub.learner!r} and is graded as {sub.learner!r}")
     files = sub.manifest.get("files")
     if isinstance(files, dict):
         for rel, digest in sorted(files.items()):

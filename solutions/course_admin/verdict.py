@@ -84,6 +84,15 @@ def redact_hidden(message: str, names: list[str], mistake_messages: dict[str, st
         return key + (f" (at {where.group(1)})" if where else "")
     if m.startswith(_PASS_THROUGH):
         return m
+    # about the learner's files, never the hidden case: which file does not import, and where
+    syntax = re.match(r"^(cannot import [\w.-]+\.py: SyntaxError at line \d+)", m)
+    if syntax:
+        return syntax.group(1)
+    missing = re.match(r"^(course_lib/[\w/]+\.py is missing)", m)
+    if missing:
+        return missing.group(1)
+    if m.startswith("called sys.exit("):
+        return "called sys.exit (or exit()): a library function must return, not exit"
     return "failed"
 
 

@@ -134,3 +134,117 @@ def test_prereq_note() -> None:
     assert chapters.prereq_note("03", {}) == ""
     note = chapters.prereq_note("03", {"02": (2, 9)})
     assert note == "Chapter 03 uses your chapter 02 (attention.py), which fails 2 of 9 checks: fix those first."
+
+
+# ---------------------------------------------------------------- identity, CSV cells, the grade table's schema
+def test_learner_ids_come_from_collected_names_in_nfc() -> None:
+    from course_admin.submissions import learner_id
+
+    assert learner_id("zoé_ch02.zip") == learner_id("zoe\u0301_ch02.zip") == "zoé"
+    assert learner_id("zoë_ch02.zip") == "zoë" != learner_id("zoé_ch02.zip")
+    assert [learner_id(n) for n in ("sam_ch02", "Sam-CH7.ZIP", "a\x01b", "", "  ")] == ["sam", "Sam", "a_b",
+                                                                                     "unnamed", "unnamed"]
+
+
+def test_disk_names_are_safe_and_distinct() -> None:
+    from course_admin.submissions import disk_name
+
+    assert disk_name("sam") == "sam" and disk_name("a.b_c-1") == "a.b_c-1"
+    names = [disk_name(n) for n in ("zoé", "zoë", "Zoe", "zoe~x", "=1+2", "..", "a/b", "zoe")]
+    assert len(set(names)) == len(names)
+    assert all(n.isascii() and "/" not in n and not n.startswith(".") for n in names)
+    assert disk_name("zoé").startswith("zoe~") and disk_name("zoé") == disk_name("zoé")
+
+
+def test_discover_ignores_the_manifest_and_reports_collisions(tmp_path: Path) -> None:
+    import json
+
+    from course_admin.submissions import discover
+
+    def sub(folder: Path, claimed: str) -> None:
+        (folder / "course_lib").mkdir(parents=True)
+        (folder / "course_lib" / "attention.py").write_text("x = 1\n")
+        (folder / "manifest.json").write_text(json.dumps({"learner": claimed}))
+
+    sub(tmp_path / "c" / "aaa", "zoe")
+    sub(tmp_path / "c" / "zoe", "zoe")
+    sub(tmp_path / "c" / "zoe_ch02", "zoe")
+    sub(tmp_path / "nb" / "kim" / "ch02_attention", "kim")
+    found = {s.learner: s for s in discover([tmp_path / "c", tmp_path / "nb" / "kim" / "ch02_attention",
+                                             tmp_path / "c" / "aaa"])}
+    assert sorted(found) == ["aaa", "kim", f"zoe (collision: {tmp_path / 'c' / 'zoe'})",
+                             f"zoe (collision: {tmp_path / 'c' / 'zoe_ch02'})"]
+    assert found["aaa"].error is None and "manifest.json names the learner 'zoe'" in found["aaa"].warnings[0]
+    assert found["kim"].error is None and not found["kim"].warnings
+    for key in found:
+        if key.startswith("zoe"):
+            assert "2 submissions are collected under the learner id 'zoe'" in found[key].error
+
+
+def test_csv_cells_that_a_spreadsheet_would_run_are_quoted(tmp_path: Path) -> None:
+    import csv
+
+    from course_admin.gradebook import Gradebook, csv_cell
+
+    assert [csv_cell(v) for v in ("=1+2", "+1", "-x", "@f", "\tx", "\rx", "ok", "a=b")] == \
+        ["'=1+2", "'+1", "'-x", "'@f", "'\tx", "'\rx", "ok", "a=b"]
+    assert [csv_cell(v) for v in (-1.0, 2.5, 0.0)] == ["-1", "2.5", "0"]
+    book = Gradebook(tmp_path / "gradebook.sqlite")
+    book.commit_learner("=HYPERLINK(1)", "f", "src", "run",
+                        [GradeRow("02", "course_lib", "-case", 1.0, 1.0, "pass", "@msg", "bwrap")])
+    book.export_csv(tmp_path / "grades.csv")
+    book.export_totals(tmp_path / "totals.csv")
+    book.close()
+    with open(tmp_path / "grades.csv", newline="") as fh:
+        row = list(csv.DictReader(fh))[0]
+    assert (row["learner"], row["component"], row["message"], row["points"]) == ("'=HYPERLINK(1)", "'-case",
+                                                                                  "'@msg", "1")
+    assert "'=HYPERLINK(1),02,course_lib,1,1" in (tmp_path / "totals.csv").read_text()
+
+
+@pytest.mark.parametrize("extra", ["CREATE TRIGGER t AFTER INSERT ON grades BEGIN DELETE FROM grades; END",
+                                   "CREATE VIEW v AS SELECT * FROM grades",
+                                   "CREATE INDEX i ON grades (points)",
+                                   "CREATE TABLE other (x)"])
+def test_a_grade_table_with_objects_we_did_not_create_is_refused(tmp_path: Path, extra: str) -> None:
+    import sqlite3
+
+    from course_admin.gradebook import Gradebook, GradebookError
+
+    path = tmp_path / "gradebook.sqlite"
+    Gradebook(path).close()
+    Gradebook(path).close()  # our own schema opens again
+    db = sqlite3.connect(path)
+    db.execute(extra)
+    db.commit()
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(GradebookError, match="did not create.*move it away") as err:
+        Gradebook(path)
+    assert str(path) in str(err.value)
+    assert path.read_bytes() == before
+
+
+def test_a_grade_table_with_other_columns_or_not_sqlite_is_refused(tmp_path: Path) -> None:
+    import sqlite3
+
+    from course_admin.gradebook import Gradebook, GradebookError
+
+    changed = tmp_path / "changed.sqlite"
+    db = sqlite3.connect(changed)
+    db.execute("CREATE TABLE grades (learner TEXT, points REAL DEFAULT 99)")
+    db.close()
+    with pytest.raises(GradebookError, match="table 'grades'"):
+        Gradebook(changed)
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database" * 100)
+    with pytest.raises(GradebookError, match="not a grade table"):
+        Gradebook(junk)
+
+
+def test_hidden_syntax_error_names_the_file_and_line_only() -> None:
+    message = "cannot import attention.py: SyntaxError at line 63: invalid syntax near 'seq_q=9'"
+    assert redact_hidden(message, [], MISTAKES) == "cannot import attention.py: SyntaxError at line 63"
+    assert redact_hidden("course_lib/attention.py is missing: restore it", [], MISTAKES) == \
+        "course_lib/attention.py is missing"
+    assert redact_hidden("something odd with seq_q=9", [], MISTAKES) == "failed"
