@@ -1,5 +1,5 @@
 # course_lib/attention.py: yours to fill in. Replace each `raise NotImplementedError(...)` with your code;
-# the docstrings say what to compute. Check your work with `course check ch02`.
+# the docstrings say what to compute. Check your work with `make check CH=02`.
 # Generated from solutions/course_ref/attention.py by `course release`: instructors edit solutions/, never this file.
 """Chapter 02 — Attention: scaled dot-product attention.
 
