@@ -101,7 +101,7 @@ def judge_case(chapter: Chapter, g: GradedCase, actual: Any, isolation: str) -> 
     """Score one case from the decoded outputs (or the failure) of the learner's code."""
     try:
         res = judge(chapter.number, g.case, actual, chapter.inputs[g.index], chapter.expected[g.index],
-                    chapter.mistakes[g.index], chapter.spec.MISTAKES)
+                    chapter.mistakes[g.index], chapter.spec.MISTAKES, getattr(chapter.spec, "RAISES", None))
         earned, status, message, names = res.earned, res.status, res.message, res.mistakes
     except Exception as exc:  # noqa: BLE001 - whatever the child left, the batch goes on
         earned, status, message, names = 0.0, "fail", f"the result could not be compared ({type(exc).__name__})", []

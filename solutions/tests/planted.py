@@ -18,7 +18,7 @@ REFERENCE = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 PUBLIC_POINTS = [1, 1, 0.5, 1.5, 1.5, 1.5, 1, 1, 1, 0.5, 0.5, 0.5, 1, 1, 0.5, 1]
 HIDDEN_POINTS = [1] * 13
 # Positions (0-based, public then hidden) that the vectors below name.
-GRADIENTS, UNTOUCHED, FLOAT64, EMPTY_ROWS, SCRATCH = 7, 8, 6, 5, 15
+GRADIENTS, UNTOUCHED, FLOAT64, EMPTY_ROWS, FLOAT16, SCRATCH = 7, 8, 6, 5, 12, 15
 H_EMPTY_ROWS, H_FLOAT64, H_GRADIENTS, H_FLOAT16_EMPTY_ROWS = 20, 21, 22, 26
 FULL = PUBLIC_POINTS + HIDDEN_POINTS
 ZERO = [0.0] * len(FULL)
@@ -97,6 +97,8 @@ def _mistakes_and_faults(p: _Planted) -> None:
     add("nan", _sub("torch.finfo(scores.dtype).min", 'float("-inf")'), _but([EMPTY_ROWS, H_EMPTY_ROWS, H_FLOAT16_EMPTY_ROWS]),
         mistakes=["filled with -inf"])
     add("fused", _sub(MIX, FUSED), _but([SCRATCH]))  # right values from PyTorch's fused attention
+    add("big_negative", _sub("torch.finfo(scores.dtype).min", "-1e9"), _but([FLOAT16, H_FLOAT16_EMPTY_ROWS]),
+        mistakes=["does not fit in float16"])  # raises on float16: named from the child's description (RAISES)
     add("syntax_error", REFERENCE + "\ndef broken(:\n    pass\n", ZERO)
     add("import_error", _prefix("import course_lib_helpers_that_do_not_exist"), ZERO)
     add("no_course_lib", None, ZERO, extra={"README.txt": "I forgot my code\n"}, status="missing")
