@@ -20,7 +20,7 @@ install: $(BIN)/course  ## create .venv and install the course and its tools
 
 book: install  ## build the book with every page executed; warnings are errors
 	@test -d solutions/course_ref || { echo "The book runs the reference implementation, which only the instructor's repository has: read the published book."; exit 1; }
-	rm -rf _build/html
+	rm -rf _build  # a clean build: pages whose tables come from a spec are re-executed
 	$(BIN)/jupyter-book build . --warningiserror --keep-going --path-output .
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 

@@ -1,16 +1,27 @@
-"""nbgrader settings for instructors: formgrader, autograde and feedback run from the repository root.
+"""nbgrader settings for instructors: formgrader and autograde run from the repository root.
 
     solutions/source/chNN_<name>/   the nbgrader source notebooks (edit these)
     exercises/chNN_<name>/          the release learners get; generated and committed by `course release`
     submissions/                    collected submissions, submissions/<student>/chNN_<name>/ (git-ignored)
     grades/                         gradebook.db, autograded/ and feedback/ (git-ignored)
 
+Nothing of a learner's runs on the instructor's machine. Code points come from `course grade` (the
+learner's course_lib in a sandbox, judged outside it); a notebook's only graded cells are written
+answers, graded by hand in formgrader. So `nbgrader autograde chNN_<name>` here neither executes the
+notebooks nor clears their outputs: it loads each learner's notebook, as they saved it (their figures
+included), into the gradebook for formgrader. `course release` refuses a source notebook with an
+automatically graded code cell, which could only be scored by running it.
+
 `course release` does not read this file: it runs nbgrader in a temporary course directory so that
-exercises/ depends on solutions/ alone. Autograding needs the assignment in the gradebook: run
+exercises/ depends on solutions/ alone. Formgrader needs the assignment in the gradebook: run
 `nbgrader generate_assignment chNN_<name> --force` here once (it rewrites exercises/chNN_<name>/ with
 the same bytes; `course release --check` confirms), then `nbgrader autograde chNN_<name>`.
 """
 from pathlib import Path
+
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, DeduplicateIds, LimitOutput,
+                                    OverwriteCells, OverwriteKernelspec, SaveAutoGrades)
 
 c = get_config()  # noqa: F821 - defined by nbgrader when it reads this file
 
@@ -24,5 +35,11 @@ c.CourseDirectory.submitted_directory = "submissions"
 c.CourseDirectory.autograded_directory = "grades/autograded"
 c.CourseDirectory.feedback_directory = "grades/feedback"
 c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'grades' / 'gradebook.db'}"
-# The default 30 s per cell is tight on a loaded grading machine; the notebooks run in seconds.
-c.ExecutePreprocessor.timeout = 120
+# only the notebook is ever copied from the source folder: nothing can overwrite a learner's files
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.py", "course_lib"]
+
+# nbgrader's defaults less ClearOutput (keep the learner's saved figures for formgrader) and less
+# Execute (never run a learner's notebook here).
+c.Autograde.sanitize_preprocessors = [DeduplicateIds, OverwriteKernelspec, OverwriteCells, CheckCellMetadata]
+c.Autograde.autograde_preprocessors = [ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+                                       AssignLatePenalties, CheckCellMetadata]

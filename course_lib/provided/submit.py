@@ -87,14 +87,18 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def build(number: str, learner: str, notebook: Path | None, dest: Path, root: Path = LAYOUT.root) -> dict:
-    """Write the submission's files into the folder ``dest``; return the manifest."""
-    files = learner_files(root)
-    needed = _modules_for(number, root)
-    missing = [m for m in needed if not (root / "course_lib" / m).is_file()]
+def require_modules(number: str, root: Path = LAYOUT.root) -> None:
+    """Raise SubmitError naming each file the chapter runs (its own and its prerequisites') that is missing."""
+    missing = [m for m in _modules_for(number, root) if not (root / "course_lib" / m).is_file()]
     if missing:
         raise SubmitError(f"course_lib/{', course_lib/'.join(missing)} is missing: chapter {number} runs it "
                           "(its own modules and those of the chapters it builds on); restore it and submit again")
+
+
+def build(number: str, learner: str, notebook: Path | None, dest: Path, root: Path = LAYOUT.root) -> dict:
+    """Write the submission's files into the folder ``dest``; return the manifest."""
+    files = learner_files(root)
+    require_modules(number, root)
     if notebook is not None and not notebook.is_file():
         raise SubmitError(f"notebook not found: {notebook}")
     (dest / "course_lib").mkdir(parents=True, exist_ok=True)
@@ -184,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         number = _chapter_with_checks(args.chapter)
+        require_modules(number)
         notebook = None
         if not args.no_notebook:
             notebook = Path(args.notebook).resolve() if args.notebook else default_notebook(number)

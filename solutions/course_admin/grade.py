@@ -2,7 +2,8 @@
 
 Grades a class: for every learner and chapter, the chapter's public and hidden cases on the learner's
 own course_lib files, run in a sandbox (sandboxed.py), judged here against the reference (verdict.py);
-then the chapter's notebook through nbgrader (notebooks.py). Writes DIR/gradebook.sqlite (committed
+then the written answers of the chapter's notebook, read as data and never run (answers.py): they wait
+for grading by hand in formgrader (--manual merges those scores). Writes DIR/gradebook.sqlite (committed
 learner by learner; a re-run skips finished learners whose submission did not change), DIR/grades.csv,
 DIR/totals.csv and DIR/feedback/<learner>.md (report.py).
 
@@ -34,22 +35,20 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from course_lib.provided import chapters as chapters_mod
-from course_lib.provided.layout import chapter_facts
 
-from . import notebooks, plan, procs, sandbox
+from . import plan, procs, sandbox
+from .answers import MAX_NOTEBOOK_BYTES, read_answers, source_answers
 from .gradebook import Gradebook, GradebookError
 from .manual import read_manual_scores
 from .report import export
 from .rows import PREREQ_POLICIES, GradeRow, Options, total
-from .sandboxed import fill_snapshot, grade_course_lib
+from .sandboxed import grade_course_lib
 from .submissions import Reader, Submission, SubmissionError, discover
 from .verdict import zero_rows
-
-Feedback = tuple[str, str, str]  # chapter, file name, content
 
 
 # ---------------------------------------------------------------- one learner (runs in a worker process)
@@ -59,7 +58,6 @@ class LearnerGrade:
     fingerprint: str
     source: str
     rows: list[GradeRow]
-    feedback: list[Feedback] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -77,38 +75,21 @@ def prerequisite_notes(chapter: plan.Chapter, rows: list[GradeRow], earlier: dic
     return [r if r.status == "pass" else r.with_message(f"{note} [{r.message}]") for r in rows]
 
 
-def notebook_rows(reader: Reader, chapter: plan.Chapter, opts: Options, work: Path) -> tuple[list[GradeRow], list[Feedback]]:
-    """The chapter's notebook autograded by nbgrader, its kernel limited to the learner's snapshot."""
-    def row(component: str, points: float, max_points: float, status: str, message: str,
-            isolation: str = "none") -> GradeRow:
-        return GradeRow(chapter.number, "notebook", component, points, max_points, status, message, isolation)
+def notebook_rows(reader: Reader, chapter: plan.Chapter) -> list[GradeRow]:
+    """The written answers of the chapter's notebook, read as data: nothing of the notebook runs."""
+    def row(component: str, max_points: float, status: str, message: str) -> GradeRow:
+        return GradeRow(chapter.number, "notebook", component, 0.0, max_points, status, message, "none")
 
     names = reader.notebooks(chapter.number)
     if not names:
-        return [row("(notebook)", 0.0, 0.0, "missing", f"no ch{chapter.number}_*.ipynb notebook in the submission")], []
-    nb_work = Path(tempfile.mkdtemp(prefix=f"nb{chapter.number}_", dir=work))
+        return [row(gid, points, "missing", f"no ch{chapter.number}_*.ipynb notebook in the submission")
+                for gid, points in source_answers(chapter.number)]
     try:
-        every = sorted({m for n in chapters_mod.available() for m in chapter_facts(n).modules})
-        substitute = chapter.prereq_modules() if opts.prereqs == "reference" else []
-        fill_snapshot(reader, nb_work / "snapshot", every, substitute)
-        local = nb_work / Path(names[0]).name
-        local.write_bytes(reader.read(names[0], 20 * 1024**2))
-        grade = notebooks.grade_notebook(local, nb_work / "snapshot", chapter.number, nb_work / "work",
-                                         timeout_s=opts.notebook_timeout_s, memory_mb=opts.notebook_memory_mb,
-                                         isolation=opts.isolation)
-        isolation = grade.isolation
-        rows = [row(c.name, float(c.points or 0.0), float(c.max_points or 0.0),
-                    "needs manual grading" if "manual" in c.status else c.status, c.message or "", isolation)
-                for c in grade.cells]
-        if grade.error:
-            rows.append(row("(notebook)", 0.0, 0.0, "error", str(grade.error)[:1000], isolation))
-        feedback = [(chapter.number, f"ch{chapter.number}_notebook.html", grade.feedback_html)] if grade.feedback_html else []
-        return rows, feedback
-    except Exception as exc:  # noqa: BLE001 - one broken notebook never stops the batch
-        return [row("(notebook)", 0.0, 0.0, "error", f"the notebook could not be graded ({type(exc).__name__}: "
-                                                     f"{str(exc)[:300]})")], []
-    finally:
-        shutil.rmtree(nb_work, ignore_errors=True)
+        data = reader.read(names[0], MAX_NOTEBOOK_BYTES)
+    except SubmissionError as exc:
+        return [row(gid, points, "error", f"the notebook could not be read ({exc})")
+                for gid, points in source_answers(chapter.number)]
+    return [row(a.grade_id, a.max_points, a.status, a.message) for a in read_answers(data, chapter.number)]
 
 
 def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> LearnerGrade:
@@ -119,7 +100,6 @@ def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> Learner
         rows = [r for ch in graded for r in zero_rows(ch, "error", f"submission not graded: {sub.error}")]
         return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, seconds=time.monotonic() - t0)
     rows: list[GradeRow] = []
-    feedback: list[Feedback] = []
     work = Path(tempfile.mkdtemp(prefix=f"course_grade_{os.getpid()}_"))
     try:
         reader = Reader(sub.path)
@@ -132,16 +112,14 @@ def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> Learner
         for chapter in graded:
             rows += lib[chapter.number]
             if opts.notebooks:
-                nb_rows, nb_feedback = notebook_rows(reader, chapter, opts, work)
-                rows += nb_rows
-                feedback += nb_feedback
+                rows += notebook_rows(reader, chapter)
         rows += [GradeRow(numbers[0] if numbers else "", "submission", w[:120], 0.0, 0.0, "warning", w, "none")
                  for w in sub.warnings]
     except SubmissionError as exc:
         rows = [r for ch in graded for r in zero_rows(ch, "error", f"submission not graded: {exc}")]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, feedback, time.monotonic() - t0)
+    return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0)
 
 
 def grader_failed(sub: Submission, numbers: list[str], exc: BaseException) -> LearnerGrade:
@@ -203,10 +181,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], O
     parser.add_argument("--chapters", nargs="+", help="chapters to grade (default: all with checks)")
     parser.add_argument("--jobs", type=int, default=1, help="learners graded in parallel (processes)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per learner and chapter (course_lib)")
-    parser.add_argument("--notebook-timeout", type=int, default=120, help="seconds per notebook")
     parser.add_argument("--memory", type=int, default=2048, help="memory limit of learner code, MB")
-    parser.add_argument("--notebook-memory", type=int, default=4096,
-                        help="memory limit of a notebook's kernel, MB (it imports torch and Jupyter)")
     parser.add_argument("--isolation", choices=["auto", "bwrap", "rlimits"], default="auto",
                         help="bwrap: bubblewrap or nothing; rlimits: limits only, no boundary (needs "
                              "--trust-learners); auto (default): bubblewrap where it works")
@@ -218,7 +193,7 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], O
     parser.add_argument("--prereqs", choices=PREREQ_POLICIES, default="learner",
                         help="whose modules of earlier chapters a chapter runs: the learner's own (default) or "
                              "the reference's (only once those solutions are published)")
-    parser.add_argument("--no-notebooks", action="store_true", help="grade course_lib only")
+    parser.add_argument("--no-notebooks", action="store_true", help="grade course_lib only (no written-answer rows)")
     parser.add_argument("--regrade", action="store_true", help="grade finished learners again")
     parser.add_argument("--manual", type=Path, metavar="NBGRADER_DB",
                         help="merge the written answers graded by hand in formgrader from this nbgrader "
@@ -234,8 +209,8 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], O
             args.manual_scores = read_manual_scores(args.manual)
         except Exception as exc:  # noqa: BLE001 - a bad gradebook is the instructor's to fix, said plainly
             parser.error(f"--manual {args.manual}: {exc}")
-    opts = Options(timeout_s=args.timeout, memory_mb=args.memory, notebook_timeout_s=args.notebook_timeout,
-                   notebook_memory_mb=args.notebook_memory, notebooks=not args.no_notebooks, prereqs=args.prereqs)
+    opts = Options(timeout_s=args.timeout, memory_mb=args.memory, notebooks=not args.no_notebooks,
+                   prereqs=args.prereqs)
     return args, numbers, opts
 
 
@@ -268,11 +243,10 @@ def choose_isolation(args: argparse.Namespace) -> str | None:
         return None
     lib = (f"course_lib checks: {how}" if procs.sandbox_uid() is not None
            else "course_lib checks run as YOU: they can write whatever you can")
-    notebooks = "" if args.no_notebooks else "; notebook kernels run as YOU: they can write whatever you can"
     rule = "!" * 100
     for line in (rule, f"NOT SANDBOXED: {why}.",
                  "Learner code runs under rlimits only: it can read your files and reach the network.",
-                 f"{lib}{notebooks}.",
+                 f"{lib}.",
                  "--trust-learners was given; every row of this run says isolation=rlimits.", rule):
         _err(line)
     return isolation
@@ -309,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
 
     def record(g: LearnerGrade) -> None:
-        book.commit_learner(g.learner, g.fingerprint, g.source, run_id, g.rows, g.feedback)
+        book.commit_learner(g.learner, g.fingerprint, g.source, run_id, g.rows)
         if not args.quiet:
             got, possible = total(g.rows)
             _say(f"  {g.learner}: {got:g}/{possible:g} ({g.seconds:.1f} s)")

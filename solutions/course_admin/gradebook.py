@@ -3,11 +3,10 @@
 Tables
   grades(learner, chapter, kind, component, seq, points, max_points, status, message, isolation)
       one row per learner x component: a course_lib case ("values, no mask", "hidden case 3") or a
-      notebook cell; kind is "course_lib" or "notebook". No timestamps, so two runs compare equal.
+      notebook's written answer; kind is "course_lib", "notebook" or "submission". No timestamps, so
+      two runs compare equal.
   learners(learner, fingerprint, source, run_id, finished_at)
       a learner listed here with the same fingerprint is finished: a re-run skips them.
-  feedback(learner, chapter, name, content)
-      notebook feedback HTML from nbgrader, exported next to the Markdown feedback.
   manual(learner, chapter, component, points, max_points)
       written answers graded by hand in formgrader (`course grade --manual`); they replace the
       "needs manual grading" rows of the same learner, chapter and cell when the table is read.
@@ -40,9 +39,6 @@ CREATE TABLE IF NOT EXISTS grades (
 CREATE TABLE IF NOT EXISTS learners (
     learner TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, source TEXT NOT NULL, run_id TEXT NOT NULL,
     finished_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS feedback (
-    learner TEXT NOT NULL, chapter TEXT NOT NULL, name TEXT NOT NULL, content TEXT NOT NULL,
-    PRIMARY KEY (learner, chapter, name));
 CREATE TABLE IF NOT EXISTS manual (
     learner TEXT NOT NULL, chapter TEXT NOT NULL, component TEXT NOT NULL, points REAL NOT NULL,
     max_points REAL NOT NULL, PRIMARY KEY (learner, chapter, component));
@@ -115,18 +111,15 @@ class Gradebook:
         return dict(self.db.execute("SELECT learner, fingerprint FROM learners"))
 
     def commit_learner(self, learner: str, fingerprint: str, source: str, run_id: str,
-                       rows: Iterable[GradeRow], feedback: Iterable[tuple[str, str, str]] = ()) -> None:
+                       rows: Iterable[GradeRow]) -> None:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute("DELETE FROM grades WHERE learner = ?", (learner,))
-            db.execute("DELETE FROM feedback WHERE learner = ?", (learner,))
             for seq, row in enumerate(rows):
                 db.execute("INSERT INTO grades VALUES (?,?,?,?,?,?,?,?,?,?)",
                            (learner, row.chapter, row.kind, row.component, seq, float(row.points),
                             float(row.max_points), row.status, row.message, row.isolation))
-            for chapter, name, content in feedback:
-                db.execute("INSERT OR REPLACE INTO feedback VALUES (?,?,?,?)", (learner, chapter, name, content))
             db.execute("INSERT OR REPLACE INTO learners VALUES (?,?,?,?,?)",
                        (learner, fingerprint, source, run_id, time.time()))
             db.execute("COMMIT")
@@ -167,10 +160,6 @@ class Gradebook:
 
     def learners(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT learner FROM learners ORDER BY learner")]
-
-    def feedback_files(self, learner: str) -> list[tuple[str, str, str]]:
-        return list(self.db.execute("SELECT chapter, name, content FROM feedback WHERE learner = ? "
-                                    "ORDER BY chapter, name", (learner,)))
 
     def export_csv(self, path: Path) -> None:
         tmp = path.with_suffix(".csv.tmp")

@@ -1,15 +1,14 @@
 """Process control for the grader: which isolation learner code gets, and ending everything it started.
 
-Both halves of ``course grade`` use this module: ``sandbox.py`` (the course_lib child) and the notebook
-path (``notebooks.py`` and its worker ``nb_worker.py``).
+``sandbox.py`` runs the course_lib child with it (a notebook is never run by the grader: answers.py).
 
-Isolation has two names, used everywhere (grade rows, ``NotebookGrade.isolation``, the command line):
+Isolation has two names, used everywhere (grade rows, the command line):
 
 ``bwrap``    bubblewrap starts: namespaces (no network, own PID namespace), a file system of our choice.
 ``rlimits``  the fallback: resource limits, a new session, and killing every process the run left.
 
 One environment switch, ``COURSE_GRADE_ISOLATION`` (auto, bwrap or rlimits), overrides what a caller
-asks of ``detect()``; ``course grade --isolation rlimits`` sets it so that the notebook kernels follow.
+asks of ``detect()``.
 ``why_not_bwrap()`` says truthfully why a run is not under bubblewrap (asked for, or bwrap's failure).
 
 Under ``rlimits`` learner code runs with the grader's rights unless the grader is root: then the course_lib
@@ -343,23 +342,17 @@ class Cgroup:
         return killed
 
 
-TEMPLATE_PREFIX = "course-nbgrader-template-"  # notebooks.py: course-nbgrader-template-<pid>-...
-SCRATCH_PREFIXES = (Cgroup.PREFIX, TEMPLATE_PREFIX)
-
-
 def _owner_gone(name: str) -> bool:
-    """For a name course_grade_<pid>_... or course-nbgrader-template-<pid>-...: whether that process is gone."""
-    m = re.match(rf"(?:{Cgroup.PREFIX}|{TEMPLATE_PREFIX})(\d+)[_-]", name)
+    """For a name course_grade_<pid>_...: whether that process is gone."""
+    m = re.match(rf"{Cgroup.PREFIX}(\d+)[_-]", name)
     return bool(m) and not Path(f"/proc/{m.group(1)}").exists()
 
 
 def sweep_stale() -> int:
     """Kill and remove what a grading process that was killed left: its cgroups and its scratch folders
-    (``tempfile`` folders named course_grade_<pid>_... and course-nbgrader-template-<pid>-...); those
-    of a live process are kept."""
+    (``tempfile`` folders named course_grade_<pid>_...); those of a live process are kept."""
     killed = Cgroup.sweep_stale()
-    for prefix in SCRATCH_PREFIXES:
-        for d in Path(tempfile.gettempdir()).glob(prefix + "*"):
-            if d.is_dir() and not d.is_symlink() and _owner_gone(d.name):
-                shutil.rmtree(d, ignore_errors=True)
+    for d in Path(tempfile.gettempdir()).glob(Cgroup.PREFIX + "*"):
+        if d.is_dir() and not d.is_symlink() and _owner_gone(d.name):
+            shutil.rmtree(d, ignore_errors=True)
     return killed

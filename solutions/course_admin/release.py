@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import fnmatch
+import json
 import os
 import shutil
 import subprocess
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from course_lib.provided.layout import EXERCISE_RE, LAYOUT, Layout
 
+from .answers import auto_graded
 from .learner_tree import export_learner_tree
 from .stubs import ReleaseError, make_stub
 
@@ -79,6 +81,20 @@ def generate_exercise(source: Path, dest: Path) -> None:
 
 
 # ------------------------------------------------------------------ build, write, compare
+def refuse_auto_graded(layout: Layout, source: Path) -> None:
+    """A source notebook's graded cells are written answers only: an automatically graded code cell
+    could only be scored by running the learner's notebook, where the learner's code decides."""
+    for notebook in sorted(source.glob("*.ipynb")):
+        try:
+            found = auto_graded(json.loads(notebook.read_text(encoding="utf-8")))
+        except ValueError as err:
+            raise ReleaseError(f"{layout.rel(notebook)}: not valid JSON ({err})") from None
+        if found:
+            raise ReleaseError(f"{layout.rel(notebook)}: automatically graded cell(s) {', '.join(found)}. Code "
+                               "points come from `course grade` (the learner's course_lib in a sandbox); make "
+                               "these cells self-checks (nbgrader: read-only, not graded)")
+
+
 def build(layout: Layout, out: Path) -> dict[str, Path]:
     """Generate every learner file under ``out``; return {path relative to the repository: file}."""
     generated: dict[str, Path] = {}
@@ -90,6 +106,7 @@ def build(layout: Layout, out: Path) -> dict[str, Path]:
             f.write(make_stub(layout, solution))
         generated[rel] = target
     for source in layout.exercise_sources():
+        refuse_auto_graded(layout, source)
         dest = out / "exercises" / source.name
         generate_exercise(source, dest)
         generated.update({f"exercises/{source.name}/{rel}": path for rel, path in _files(dest).items()})

@@ -1,5 +1,5 @@
-"""What a grading run hands out: grades.csv, totals.csv and one Markdown feedback file per learner
-(plus each notebook's feedback HTML), all read back from the grade table. Feedback files are named by
+"""What a grading run hands out: grades.csv, totals.csv and one Markdown feedback file per learner,
+all read back from the grade table. Feedback files are named by
 ``submissions.disk_name(learner)``: the id itself when plain, else an ASCII slug and a hash."""
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def _mistake_texts() -> dict[str, dict[str, str]]:
 
 
 def export(book: Gradebook, out: Path) -> None:
-    """Write grades.csv, totals.csv and feedback/<learner>.md (+ notebook HTML) from the grade table."""
+    """Write grades.csv, totals.csv and feedback/<learner>.md from the grade table."""
     book.export_csv(out / "grades.csv")
     book.export_totals(out / "totals.csv")
     folder = out / "feedback"
@@ -84,5 +84,3 @@ def export(book: Gradebook, out: Path) -> None:
     for learner in book.learners():  # file names: disk_name(learner), safe and distinct per learner id
         text = feedback_markdown(learner, book.rows(learner), texts)
         (folder / f"{disk_name(learner)}.md").write_text(text, encoding="utf-8")
-        for _chapter, name, content in book.feedback_files(learner):
-            (folder / f"{disk_name(learner)}_{Path(name).name}").write_text(content, encoding="utf-8")

@@ -20,15 +20,13 @@ class Options:
     isolation: str = "bwrap"            # "bwrap" or "rlimits", decided once per run (sandbox.detect)
     timeout_s: float = 60.0             # course_lib: per learner and chapter
     memory_mb: int = 2048               # course_lib: the child's address space
-    notebook_timeout_s: int = 120       # notebook: the whole notebook
-    notebook_memory_mb: int = 4096      # notebook: the kernel
-    notebooks: bool = True              # grade the chapter's notebook too
+    notebooks: bool = True              # read the written answers of the chapter's notebook too
     prereqs: str = "learner"            # whose modules of earlier chapters run: "learner" or "reference"
 
 
 @dataclass(frozen=True)
 class GradeRow:
-    """One line of the grade table: a course_lib case, a notebook cell, or a note on the submission."""
+    """One line of the grade table: a course_lib case, a notebook's written answer, or a note on the submission."""
 
     chapter: str
     kind: str            # Kind

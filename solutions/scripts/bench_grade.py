@@ -4,7 +4,7 @@
 
 Prints seconds per learner and the projected time for a class of 200 on this machine
 (goal: under 15 minutes with --jobs 2). course_lib only unless --notebooks (then each submission also
-carries the chapter's exercise notebook, graded through nbgrader).
+carries the chapter's exercise notebook, read for its written answers, never run).
 
 --against REV also grades the same submissions with the grader of git revision REV (a temporary
 worktree), alternating the two --rounds times, and prints the ratio of the medians: this tree / REV.

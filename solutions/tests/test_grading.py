@@ -300,8 +300,8 @@ def test_kill_and_resume(batch, tmp_path):
 
 def test_submit_then_grade(tmp_path):
     """`course submit` output is what `course grade` reads; a tampered file shows as a warning."""
-    proc = course("submit", "ch02", "--learner", "sam", "--out", str(tmp_path), "--format", "both",
-                  "--no-notebook")
+    proc = course("submit", "ch02", "--out", str(tmp_path), "--format", "both", "--no-notebook",
+                  env={**os.environ, "COURSE_LEARNER": "sam"})  # an id from the environment is not saved
     assert proc.returncode == 0, proc.stderr
     import json
     import zipfile

@@ -214,12 +214,12 @@ def test_rlimits_as_root_runs_learner_code_unprivileged(tmp_path):
     db.close()
 
 
-def test_stale_template_folders_are_swept(tmp_path):
+def test_stale_scratch_folders_are_swept(tmp_path):
     import tempfile
     dead = subprocess.Popen(["true"])
     dead.wait()
-    gone = Path(tempfile.mkdtemp(prefix=f"{procs.TEMPLATE_PREFIX}{dead.pid}-"))
-    live = Path(tempfile.mkdtemp(prefix=f"{procs.TEMPLATE_PREFIX}{os.getpid()}-"))
+    gone = Path(tempfile.mkdtemp(prefix=f"{procs.Cgroup.PREFIX}{dead.pid}_"))
+    live = Path(tempfile.mkdtemp(prefix=f"{procs.Cgroup.PREFIX}{os.getpid()}_"))
     try:
         procs.sweep_stale()
         assert not gone.exists() and live.exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -92,3 +93,37 @@ def test_a_missing_gradebook_is_a_clear_error(tmp_path: Path) -> None:
                            str(tmp_path / "out"), "--manual", str(tmp_path / "nope.db")],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "no nbgrader gradebook" in proc.stderr
+
+
+@pytest.mark.skipif(not RELEASED.is_file(), reason="the chapter 02 exercise has not been released")
+def test_loading_notebooks_for_formgrader_runs_nothing(tmp_path: Path) -> None:
+    """The repository's nbgrader_config.py: `nbgrader autograde` neither executes a learner's notebook nor
+    clears its saved outputs; the written answer waits for formgrader."""
+    shutil.copy(REPO_ROOT / "nbgrader_config.py", tmp_path / "nbgrader_config.py")
+    shutil.copytree(REPO_ROOT / "solutions" / "source" / "ch02_attention",
+                    tmp_path / "solutions" / "source" / "ch02_attention")
+    marker = tmp_path / "the notebook ran"
+    nb = nbformat.read(RELEASED, as_version=4)
+    saved = nbformat.v4.new_code_cell(f"open({str(marker)!r}, 'w').write('ran')", execution_count=1,
+                                      outputs=[nbformat.v4.new_output("stream", name="stdout", text="my figure\n")])
+    nb.cells.insert(0, saved)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == ANSWER:
+            cell.source = "The variance of q·k is d_k; dividing by √d_k brings it back to 1."
+    folder = tmp_path / "submissions" / "alice" / "ch02_attention"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / RELEASED.name)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for step in ("generate_assignment", "autograde"):
+        argv = [sys.executable, "-m", "nbgrader", step, "ch02_attention"] + (["--force"] if step[0] == "g" else [])
+        proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not marker.exists(), "nbgrader autograde ran the learner's notebook"
+    graded = nbformat.read(tmp_path / "grades" / "autograded" / "alice" / "ch02_attention" / RELEASED.name,
+                           as_version=4)
+    assert any("my figure" in str(cell.get("outputs")) for cell in graded.cells), "saved outputs were cleared"
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{tmp_path / 'grades' / 'gradebook.db'}") as gb:
+        grades = {g.name: g for g in gb.find_submission_notebook("ch02_attention", "ch02_attention", "alice").grades}
+        assert grades[ANSWER].needs_manual_grade and grades[ANSWER].auto_score is None

@@ -184,7 +184,7 @@ def test_course_check_and_submit_take_the_union(repo: Path, tmp_path: Path) -> N
     check = course(repo, "check", "ch03")
     assert check.returncode == 0 and "3 / 3" in check.stdout, check.stdout
     (repo / "course_lib" / "attention.py").unlink()
-    sub = course(repo, "submit", "ch03", "--no-notebook", "--out", str(tmp_path))
+    sub = course(repo, "submit", "ch03", "--no-notebook", "--learner", "pat", "--out", str(tmp_path))
     assert sub.returncode == 2 and "course_lib/attention.py is missing: chapter 03 runs it" in sub.stderr
 
 
