@@ -14,6 +14,7 @@ from .checking import Result, total
 from .loader import load_impl
 
 SAME = "(same as above)"
+SAME_MISTAKE = "(the same known mistake as above)"
 
 
 def _points(results: list[Result]) -> tuple[int, int]:
@@ -35,14 +36,17 @@ def table(results: list[Result], width: int = 100) -> str:
     ew, pw = _points(results)
     pts_w = ew + pw + 3
     lines = [f"{'check':<{name_w}}  {'points':^{pts_w}}  status  message", "-" * width]
-    previous = None
+    previous: tuple[str, tuple[str, ...]] | None = None
     for r in results:
         status = "PASS" if r.status == "pass" else "FAIL"
         head = f"{r.case:<{name_w}}  {r.earned:>{ew}g} / {r.points:<{pw}g}  {status:<6}  "
         text = r.message or "ok"
-        if r.status != "pass" and r.message and r.message == previous:
-            text = SAME
-        previous = r.message if r.status != "pass" else None
+        if r.status != "pass" and previous is not None:
+            if r.message == previous[0]:
+                text = SAME
+            elif r.mistakes and tuple(r.mistakes) == previous[1]:
+                text = SAME_MISTAKE
+        previous = (r.message, tuple(r.mistakes)) if r.status != "pass" else None
         body = textwrap.wrap(text, max(30, width - len(head))) or [""]
         lines.append(head + body[0])
         lines.extend(" " * len(head) + more for more in body[1:])

@@ -248,3 +248,21 @@ def test_hidden_syntax_error_names_the_file_and_line_only() -> None:
     assert redact_hidden("course_lib/attention.py is missing: restore it", [], MISTAKES) == \
         "course_lib/attention.py is missing"
     assert redact_hidden("something odd with seq_q=9", [], MISTAKES) == "failed"
+
+
+# ---------------------------------------------------------------- the table of `course check`
+def test_check_table_says_a_repeated_failure_once() -> None:
+    from course_lib.provided.check import SAME, SAME_MISTAKE, table
+    from course_lib.provided.checking import Result
+
+    stub = [Result("02", f"case {i}", 1.0, 0.0, "fail", "not implemented yet: X") for i in range(3)]
+    assert table(stub).startswith("All 3 checks fail (0/3 points): not implemented yet: X")
+    named = [Result("02", "a", 1.0, 0.0, "fail", "No scale. [output: 1]", ["no_scale"]),
+             Result("02", "b", 0.5, 0.0, "fail", "No scale. [output: 2]", ["no_scale"]),
+             Result("02", "c", 1.5, 1.5, "pass"),
+             Result("02", "d", 1.0, 0.0, "fail", "No scale. [output: 3]", ["no_scale"]),
+             Result("02", "e", 1.0, 0.0, "fail", "No scale. [output: 3]", ["no_scale"])]
+    lines = table(named).splitlines()
+    assert "No scale. [output: 1]" in lines[2] and SAME_MISTAKE in lines[3]
+    assert "No scale. [output: 3]" in lines[5] and SAME in lines[6]  # after a pass, said again
+    assert len({line.index(" / ") for line in lines[2:7] + lines[-1:]}) == 1  # the points column is aligned
