@@ -23,7 +23,7 @@ def test_closed_stdout_changes_no_grade(tmp_path: Path) -> None:
         (subs / learner / "course_lib" / "attention.py").write_text(REFERENCE, encoding="utf-8")
         (subs / learner / "manifest.json").write_text(json.dumps({"learner": learner, "chapter": "02"}))
     proc = subprocess.Popen([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out",
-                             str(tmp_path / "out"), "--no-notebooks"], cwd=REPO_ROOT,
+                             str(tmp_path / "out"), "--no-notebooks", "--chapters", "ch02"], cwd=REPO_ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdout is not None
     proc.stdout.readline()  # like `head -1`: read the first line, then hang up
@@ -53,7 +53,7 @@ def test_a_notebook_is_read_never_run(tmp_path: Path) -> None:
     nbformat.write(nb, learner / "ch02_attention.ipynb")
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(learner.parent),
-                           "--out", str(out), "--quiet"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+                           "--out", str(out), "--quiet", "--chapters", "ch02"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert not marker.exists()
     with open(out / "grades.csv", newline="", encoding="utf-8") as fh:

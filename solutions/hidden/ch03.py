@@ -1,0 +1,35 @@
+"""Hidden cases of chapter 03: the spec's own input makers on other seeds and shapes.
+
+Learners never receive this file; the grader adds these cases after the public ones and reports them
+only as "hidden case N" with a redacted message (no inputs, shapes or values).
+"""
+from __future__ import annotations
+
+import torch
+
+from course_lib.provided.chapters import load_spec
+from course_lib.provided.checking import Case
+
+_spec = load_spec("03")
+tensor, attention_inputs = _spec.tensor, _spec.attention_inputs
+
+CASES = [
+    Case("h-split-wide", 1.0, "split", lambda s: tensor(s, batch=3, seq=7, d_model=24, heads=6), seed=9401),
+    Case("h-merge-one-head", 1.0, "merge", lambda s: tensor(s, batch=2, seq=4, d_model=10, heads=1, split=True),
+         seed=9402),
+    Case("h-self-8-heads", 1.0, "forward", lambda s: attention_inputs(s, batch=3, seq_q=9, d_model=32, heads=8),
+         seed=9403),
+    Case("h-cross-long-memory", 1.0, "forward",
+         lambda s: attention_inputs(s, batch=2, seq_q=3, seq_k=11, d_model=16, heads=4), seed=9404),
+    Case("h-padding-cross", 1.0, "forward",
+         lambda s: attention_inputs(s, batch=4, seq_q=5, seq_k=8, d_model=16, heads=4, mask="padding"), seed=9405),
+    Case("h-causal-one-head", 1.0, "forward",
+         lambda s: attention_inputs(s, batch=2, seq_q=7, d_model=12, heads=1, mask="causal"), seed=9406),
+    Case("h-weights-causal", 1.0, "weights",
+         lambda s: attention_inputs(s, batch=2, seq_q=6, d_model=16, heads=4, mask="causal"), seed=9407),
+    Case("h-gradients-padding", 1.0, "gradients",
+         lambda s: attention_inputs(s, batch=3, seq_q=5, seq_k=6, d_model=12, heads=3, mask="padding"), seed=9408),
+    Case("h-float64-padding", 1.0, "forward",
+         lambda s: attention_inputs(s, batch=2, seq_q=4, d_model=20, heads=5, mask="padding", dtype=torch.float64),
+         seed=9409, rtol=1e-7, atol=1e-9),
+]

@@ -1,0 +1,184 @@
+"""Chapter 03 checks: split_heads, merge_heads and MultiHeadAttention(d_model, num_heads, dropout=0.0).
+
+Each case builds your module with the reference's weights (saved with the inputs, so nothing depends on
+your initialisation), in evaluation mode. Public cases use the seeds below; the grader adds hidden cases
+with other seeds and shapes. Expected outputs come from the reference (tests/reference/ch03.pt).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
+
+CHAPTER = "03"
+TITLE = "Multi-head attention"
+MODULES = ["multihead.py"]  # the learner's files this chapter grades
+REQUIRES = ["02"]           # multihead.py calls chapter 02's scaled_dot_product_attention
+
+LAYERS = ("w_q", "w_k", "w_v", "w_o")
+
+
+# ---------------------------------------------------------------- inputs (deterministic by seed)
+def tensor(seed: int, batch: int = 2, seq: int = 5, d_model: int = 12, heads: int = 3, split: bool = False,
+           dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    """A tensor to split, (batch, seq, d_model), or, with ``split``, to merge, (batch, heads, seq, d_k)."""
+    g = torch.Generator().manual_seed(seed)
+    shape = (batch, heads, seq, d_model // heads) if split else (batch, seq, d_model)
+    return {"x": torch.randn(*shape, generator=g, dtype=dtype), "num_heads": torch.tensor(heads)}
+
+
+def attention_inputs(seed: int, batch: int = 2, seq_q: int = 5, seq_k: int | None = None, d_model: int = 12,
+                     heads: int = 3, mask: str | None = None, dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    """Query, key, value, the weights of the four projections and an optional mask.
+
+    ``seq_k`` None is self-attention (query, key and value hold the same values); ``mask`` is None,
+    "padding" ((batch, 1, 1, seq_k), a different length per sequence) or "causal" ((seq_q, seq_k)).
+    """
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, seq_q, d_model, generator=g, dtype=dtype)       # (batch, seq_q, d_model)
+    if seq_k is None:
+        inputs = {"query": x, "key": x.clone(), "value": x.clone()}
+        seq_k = seq_q
+    else:
+        memory = torch.randn(batch, seq_k, d_model, generator=g, dtype=dtype)  # (batch, seq_k, d_model)
+        inputs = {"query": x, "key": memory, "value": memory.clone()}
+    for name in LAYERS:
+        inputs[f"{name}.weight"] = torch.randn(d_model, d_model, generator=g, dtype=dtype) / d_model ** 0.5
+        inputs[f"{name}.bias"] = 0.1 * torch.randn(d_model, generator=g, dtype=dtype)
+    inputs["num_heads"] = torch.tensor(heads)
+    if mask == "padding":
+        lengths = torch.arange(batch) % (seq_k - 1) + 2                     # (batch,) each >= 2 valid keys
+        keep = torch.arange(seq_k)[None, :] < torch.roll(lengths, 1)[:, None]  # (batch, seq_k)
+        inputs["mask"] = keep[:, None, None, :]                              # (batch, 1, 1, seq_k)
+    elif mask == "causal":
+        inputs["mask"] = torch.tril(torch.ones(seq_q, seq_k, dtype=torch.bool))  # (seq_q, seq_k)
+    return inputs
+
+
+# ---------------------------------------------------------------- probes (they call your code)
+def build(impl, inputs: dict[str, Tensor]) -> nn.Module:
+    """Your MultiHeadAttention with the case's weights, in evaluation mode, in the inputs' dtype."""
+    d_model, heads = inputs["query"].shape[-1], int(inputs["num_heads"])
+    module = impl.multihead.MultiHeadAttention(d_model, heads)
+    if not isinstance(module, nn.Module):
+        raise CheckFailure("MultiHeadAttention must be an nn.Module (class MultiHeadAttention(nn.Module))")
+    module = module.to(inputs["query"].dtype).eval()
+    with torch.no_grad():
+        for name in LAYERS:
+            layer = getattr(module, name, None)
+            if not isinstance(layer, nn.Linear) or layer.bias is None:
+                raise CheckFailure(f"MultiHeadAttention needs a member {name} = nn.Linear(d_model, d_model) "
+                                   "with a bias: the checks load their weights into it")
+            layer.weight.copy_(inputs[f"{name}.weight"])
+            layer.bias.copy_(inputs[f"{name}.bias"])
+    return module
+
+
+def _attend(module: nn.Module, inputs: dict[str, Tensor]) -> Tensor:
+    args = (inputs["query"], inputs["key"], inputs["value"])
+    return module(*args, mask=inputs["mask"]) if "mask" in inputs else module(*args)
+
+
+def split(impl, inputs: dict[str, Tensor]) -> Outputs:
+    return {"output": impl.multihead.split_heads(inputs["x"], int(inputs["num_heads"]))}
+
+
+def merge(impl, inputs: dict[str, Tensor]) -> Outputs:
+    return {"output": impl.multihead.merge_heads(inputs["x"])}
+
+
+def roundtrip(impl, inputs: dict[str, Tensor]) -> Outputs:
+    heads = impl.multihead.split_heads(inputs["x"], int(inputs["num_heads"]))
+    return {"output": impl.multihead.merge_heads(heads)}
+
+
+def forward(impl, inputs: dict[str, Tensor]) -> Outputs:
+    return {"output": _attend(build(impl, inputs), inputs)}
+
+
+def kept_weights(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """The attention weights the module keeps after a call, for plots."""
+    module = build(impl, inputs)
+    _attend(module, inputs)
+    weights = getattr(module, "attn_weights", None)
+    if weights is None:
+        raise CheckFailure("after a call, self.attn_weights must hold the attention weights "
+                           "(batch, heads, seq_q, seq_k) of that call")
+    return {"weights": weights}
+
+
+def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """Backpropagate a fixed random weighting of the output to the inputs and to every parameter."""
+    g = torch.Generator().manual_seed(7)
+    module = build(impl, inputs)
+    for name in ("query", "key", "value"):
+        inputs[name].requires_grad_(True)
+    output = _attend(module, inputs)
+    if not isinstance(output, Tensor) or not output.requires_grad:
+        raise CheckFailure("no gradient flows back from the output: did you detach, use .data, or go through numpy?")
+    (output * torch.randn(output.shape, generator=g, dtype=output.dtype)).sum().backward()
+    grads = {}
+    for name in ("query", "key", "value"):
+        grads[f"grad_{name}"] = inputs[name].grad
+    for name in LAYERS:
+        for part in ("weight", "bias"):
+            grads[f"grad_{name}.{part}"] = getattr(getattr(module, name), part).grad
+    missing = [k for k, v in grads.items() if v is None]
+    if missing:
+        raise CheckFailure(f"no gradient reached {', '.join(missing)}: use every projection, in torch operations")
+    return grads
+
+
+PROBES = {"split": split, "merge": merge, "roundtrip": roundtrip, "forward": forward, "weights": kept_weights,
+          "gradients": gradients}
+
+# ---------------------------------------------------------------- the public cases (10 points)
+# PyTorch's ready-made counterparts of this chapter's component (fnmatch patterns on the parts of a name);
+# your own chapter 02 function (from .attention import ...) is not one of them.
+READY_MADE = {"multihead.py": ["MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention",
+                               "_scaled_dot_product_*", "flex_attention", "Transformer*"]}
+
+CASES = [
+    Case("split_heads: shape and values", 1.0, "split", lambda s: tensor(s), seed=301,
+         about="(2, 5, 12) with 3 heads -> (2, 3, 5, 4)"),
+    Case("merge_heads: shape and values", 1.0, "merge", lambda s: tensor(s, split=True), seed=302,
+         about="(2, 3, 5, 4) -> (2, 5, 12)"),
+    Case("merge_heads(split_heads(x)) is x", 0.5, "roundtrip", lambda s: tensor(s, batch=3, seq=4, d_model=16, heads=4),
+         seed=303, about="the two are inverses"),
+    Case("self-attention values", 1.5, "forward", lambda s: attention_inputs(s), seed=304,
+         about="batch 2, seq 5, d_model 12, 3 heads; no mask"),
+    Case("cross-attention (seq_q != seq_k)", 1.0, "forward", lambda s: attention_inputs(s, seq_q=4, seq_k=7), seed=305,
+         about="queries from one sequence, keys and values from another"),
+    Case("padding mask (batch, 1, 1, seq_k)", 1.5, "forward",
+         lambda s: attention_inputs(s, batch=3, seq_q=6, heads=3, mask="padding"), seed=306,
+         about="one padding mask per sequence, broadcast over heads and queries"),
+    Case("causal mask (seq, seq)", 1.0, "forward", lambda s: attention_inputs(s, seq_q=6, heads=2, d_model=8,
+                                                                              mask="causal"), seed=307,
+         about="a 2-D mask broadcast over batch and heads"),
+    Case("attention weights kept", 0.5, "weights", lambda s: attention_inputs(s, seq_q=3, seq_k=5, mask="padding"),
+         seed=308, about="self.attn_weights is (batch, heads, seq_q, seq_k) after a call",
+         hint="self.attn_weights must hold the weights returned by your attention, one map per head."),
+    Case("gradients reach inputs and parameters", 1.0, "gradients", lambda s: attention_inputs(s, mask="causal"),
+         seed=309, about="backward to query, key, value and every weight and bias"),
+    Case("float64 in, float64 out", 0.5, "forward", lambda s: attention_inputs(s, dtype=torch.float64), seed=310,
+         about="the dtype of the inputs is kept", rtol=1e-7, atol=1e-9),
+    ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made attention (read from the source, not run)"),
+]
+
+# ---------------------------------------------------------------- known mistakes and their messages
+MISTAKES = {
+    "reshape_no_transpose": "split_heads reshapes (batch, seq, d_model) straight to (batch, heads, seq, d_k) without a "
+                            "transpose, which mixes positions across heads: view it as (batch, seq, heads, d_k), then "
+                            "transpose(1, 2).",
+    "merge_no_transpose": "merge_heads reshapes (batch, heads, seq, d_k) straight to (batch, seq, d_model): transpose "
+                          "back to (batch, seq, heads, d_k) first (transpose(1, 2)), then reshape.",
+    "scale_by_d_model": "The scores are scaled by √d_model instead of √d_k, the width of one head: call your chapter "
+                        "02 attention on the split heads, whose last axis is d_k.",
+    "no_output_projection": "The output projection is missing: after merging the heads, apply self.w_o.",
+    "mask_not_over_heads": "The heads axis comes first, (heads, batch, seq, d_k), so a padding mask (batch, 1, 1, "
+                           "seq_k) lines up with the heads instead of the sequences: the mask is not broadcast over "
+                           "the heads. Keep the layout (batch, heads, seq, d_k).",
+    "shared_projection": "Query, key and value go through the same projection: use self.w_q for the query, self.w_k "
+                         "for the key and self.w_v for the value.",
+}
