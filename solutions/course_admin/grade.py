@@ -59,6 +59,13 @@ class LearnerGrade:
     source: str
     rows: list[GradeRow]
     seconds: float = 0.0
+    part: str = "*"                 # the submission's chapter, or "*" for a submission of every chapter
+    chapters: list[str] | None = None  # the chapters whose rows these replace
+
+
+def chapters_of(sub: Submission, numbers: list[str]) -> list[str]:
+    """The chapters a submission is graded on: the one it was collected for, else every one asked."""
+    return [sub.chapter] if sub.chapter else numbers
 
 
 def prerequisite_notes(chapter: plan.Chapter, rows: list[GradeRow], earlier: dict[str, list[GradeRow]]) -> list[GradeRow]:
@@ -93,12 +100,14 @@ def notebook_rows(reader: Reader, chapter: plan.Chapter) -> list[GradeRow]:
 
 
 def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> LearnerGrade:
-    """Every chapter in ``numbers`` for one learner: course_lib cases, then the notebook."""
+    """The submission's chapters (chapters_of) for one learner: course_lib cases, then the notebook."""
     t0 = time.monotonic()
+    numbers = chapters_of(sub, numbers)
     graded = [plan.prepare(n) for n in numbers]
+    done = dict(part=sub.chapter or "*", chapters=numbers)
     if sub.error:
         rows = [r for ch in graded for r in zero_rows(ch, "error", f"submission not graded: {sub.error}")]
-        return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, seconds=time.monotonic() - t0)
+        return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0, **done)
     rows: list[GradeRow] = []
     work = Path(tempfile.mkdtemp(prefix=f"course_grade_{os.getpid()}_"))
     try:
@@ -119,15 +128,17 @@ def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> Learner
         rows = [r for ch in graded for r in zero_rows(ch, "error", f"submission not graded: {exc}")]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0)
+    return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0, **done)
 
 
 def grader_failed(sub: Submission, numbers: list[str], exc: BaseException) -> LearnerGrade:
     """Not the learner's fault: recorded so that the table shows it, never counted as finished
     (the fingerprint differs), so the next run grades this learner again."""
+    numbers = chapters_of(sub, numbers)
     rows = [GradeRow(n, "course_lib", "(grader)", 0.0, 0.0, "error",
                      f"the grader failed on this submission ({type(exc).__name__}: {exc})", "none") for n in numbers]
-    return LearnerGrade(sub.learner, f"retry:{sub.fingerprint}", str(sub.path), rows)
+    return LearnerGrade(sub.learner, f"retry:{sub.fingerprint}", str(sub.path), rows, part=sub.chapter or "*",
+                        chapters=numbers)
 
 
 def _worker_init() -> None:
@@ -270,20 +281,23 @@ def main(argv: list[str] | None = None) -> int:
         book.set_manual(args.manual_scores)
         if not args.quiet:
             print(f"course grade: {len(args.manual_scores)} written answer(s) graded by hand, from {args.manual}")
-    subs = discover(args.submissions)
+    found = discover(args.submissions)
+    subs = [s for s in found if s.chapter is None or s.chapter in numbers]  # collected for another chapter: not now
     config = f"{plan.grader_fingerprint(numbers, opts.prereqs)}|{opts.isolation}"  # a switch of isolation regrades
     for sub in subs:
         sub.fingerprint = f"{sub.fingerprint or 'error:' + (sub.error or '')}|{config}"
     done = {} if args.regrade else book.finished()
-    todo = [s for s in subs if done.get(s.learner) != s.fingerprint]
+    todo = [s for s in subs if done.get((s.learner, s.chapter or "*")) != s.fingerprint]
     run_id = uuid.uuid4().hex[:12]
     if not args.quiet:
-        _say(f"course grade: {len(subs)} submission(s), {len(subs) - len(todo)} already graded, {len(todo)} to grade; "
-             f"chapters {', '.join(numbers)}; isolation {opts.isolation}; prereqs {opts.prereqs}; jobs {args.jobs}")
+        other = f" ({len(found) - len(subs)} for other chapters, left)" if len(found) > len(subs) else ""
+        _say(f"course grade: {len(subs)} submission(s){other}, {len(subs) - len(todo)} already graded, {len(todo)} "
+             f"to grade; chapters {', '.join(numbers)}; isolation {opts.isolation}; prereqs {opts.prereqs}; "
+             f"jobs {args.jobs}")
     t0 = time.monotonic()
 
     def record(g: LearnerGrade) -> None:
-        book.commit_learner(g.learner, g.fingerprint, g.source, run_id, g.rows)
+        book.commit_learner(g.learner, g.fingerprint, g.source, run_id, g.rows, g.part, g.chapters)
         if not args.quiet:
             got, possible = total(g.rows)
             _say(f"  {g.learner}: {got:g}/{possible:g} ({g.seconds:.1f} s)")

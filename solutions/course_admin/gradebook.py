@@ -5,8 +5,9 @@ Tables
       one row per learner x component: a course_lib case ("values, no mask", "hidden case 3") or a
       notebook's written answer; kind is "course_lib", "notebook" or "submission". No timestamps, so
       two runs compare equal.
-  learners(learner, fingerprint, source, run_id, finished_at)
-      a learner listed here with the same fingerprint is finished: a re-run skips them.
+  learners(learner, part, fingerprint, source, run_id, finished_at)
+      one row per submission graded: part is its chapter ("02") or "*" (a submission for every chapter);
+      listed here with the same fingerprint, it is finished: a re-run skips it.
   manual(learner, chapter, component, points, max_points)
       written answers graded by hand in formgrader (`course grade --manual`); they replace the
       "needs manual grading" rows of the same learner, chapter and cell when the table is read.
@@ -37,8 +38,8 @@ CREATE TABLE IF NOT EXISTS grades (
     message TEXT NOT NULL, isolation TEXT NOT NULL,
     PRIMARY KEY (learner, chapter, kind, component));
 CREATE TABLE IF NOT EXISTS learners (
-    learner TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, source TEXT NOT NULL, run_id TEXT NOT NULL,
-    finished_at REAL NOT NULL);
+    learner TEXT NOT NULL, part TEXT NOT NULL, fingerprint TEXT NOT NULL, source TEXT NOT NULL,
+    run_id TEXT NOT NULL, finished_at REAL NOT NULL, PRIMARY KEY (learner, part));
 CREATE TABLE IF NOT EXISTS manual (
     learner TEXT NOT NULL, chapter TEXT NOT NULL, component TEXT NOT NULL, points REAL NOT NULL,
     max_points REAL NOT NULL, PRIMARY KEY (learner, chapter, component));
@@ -78,6 +79,9 @@ def check_schema(db: sqlite3.Connection, path: Path) -> None:
     except sqlite3.DatabaseError as exc:
         raise _unreadable(path, exc) from None
     strange = found - expected_objects()
+    if any(kind == "table" and name == "learners" and "part TEXT" not in (sql or "") for kind, name, _, sql in strange):
+        raise GradebookError(f"{path} was written by an older course grade (one submission per learner); grade "
+                             "into a new --out folder")
     if strange:
         names = ", ".join(sorted(f"{kind} {name!r}" for kind, name, _, _ in strange))
         raise GradebookError(f"{path} holds objects course grade did not create ({names}); it may have been "
@@ -106,22 +110,28 @@ class Gradebook:
     def close(self) -> None:
         self.db.close()
 
-    def finished(self) -> dict[str, str]:
-        """{learner: fingerprint} of the learners already graded."""
-        return dict(self.db.execute("SELECT learner, fingerprint FROM learners"))
+    def finished(self) -> dict[tuple[str, str], str]:
+        """{(learner, part): fingerprint} of the submissions already graded."""
+        return {(learner, part): fp for learner, part, fp in
+                self.db.execute("SELECT learner, part, fingerprint FROM learners")}
 
     def commit_learner(self, learner: str, fingerprint: str, source: str, run_id: str,
-                       rows: Iterable[GradeRow]) -> None:
+                       rows: Iterable[GradeRow], part: str = "*", chapters: Iterable[str] | None = None) -> None:
+        """Replace the learner's rows of ``chapters`` (all their rows when None) by ``rows``, in one
+        transaction, and mark the submission ``part`` finished; other chapters' rows are kept."""
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute("DELETE FROM grades WHERE learner = ?", (learner,))
+            if chapters is None:
+                db.execute("DELETE FROM grades WHERE learner = ?", (learner,))
+            for chapter in chapters or ():
+                db.execute("DELETE FROM grades WHERE learner = ? AND chapter = ?", (learner, chapter))
             for seq, row in enumerate(rows):
                 db.execute("INSERT INTO grades VALUES (?,?,?,?,?,?,?,?,?,?)",
                            (learner, row.chapter, row.kind, row.component, seq, float(row.points),
                             float(row.max_points), row.status, row.message, row.isolation))
-            db.execute("INSERT OR REPLACE INTO learners VALUES (?,?,?,?,?)",
-                       (learner, fingerprint, source, run_id, time.time()))
+            db.execute("INSERT OR REPLACE INTO learners VALUES (?,?,?,?,?,?)",
+                       (learner, part, fingerprint, source, run_id, time.time()))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -159,7 +169,7 @@ class Gradebook:
         return [row for _, row in self.table(learner)]
 
     def learners(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT learner FROM learners ORDER BY learner")]
+        return [r[0] for r in self.db.execute("SELECT DISTINCT learner FROM learners ORDER BY learner")]
 
     def export_csv(self, path: Path) -> None:
         tmp = path.with_suffix(".csv.tmp")

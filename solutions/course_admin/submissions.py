@@ -40,6 +40,7 @@ class SubmissionError(Exception):
 class Submission:
     learner: str
     path: Path
+    chapter: str | None = None   # the chapter it was collected for ("02"), or None: every chapter graded
     fingerprint: str = ""
     error: str | None = None
     manifest: dict = field(default_factory=dict)
@@ -83,6 +84,24 @@ def _collected_as(path: Path) -> str:
     return learner_id(p.name)
 
 
+CHAPTER_SUFFIX_RE = re.compile(r"[_-]ch(\d{1,2})(?:\.zip)?$", re.IGNORECASE)
+CHAPTER_FOLDER_RE = re.compile(r"ch(\d{1,2})[_-].*", re.IGNORECASE)
+
+
+def collected_chapter(path: Path) -> str | None:
+    """The chapter a submission was collected for, from its name (``zoe_ch02.zip``, ``zoe_ch02/``) or,
+    in nbgrader's layout, from its assignment folder (``submitted/zoe/ch02_attention/``)."""
+    p = path
+    while True:
+        for pattern in (CHAPTER_SUFFIX_RE, CHAPTER_FOLDER_RE):
+            m = pattern.search(p.name) if pattern is CHAPTER_SUFFIX_RE else pattern.fullmatch(p.name)
+            if m:
+                return f"{int(m.group(1)):02d}"
+        if not (ASSIGNMENT_RE.fullmatch(p.name) and p.parent != p and p.parent.name):
+            return None
+        p = p.parent
+
+
 def _looks_like_submission(d: Path) -> bool:
     return any((d / n).exists() for n in ("manifest.json", "course_lib", "course_submission")) or \
         any(p.suffix == ".ipynb" for p in d.iterdir() if p.is_file())
@@ -104,10 +123,10 @@ def discover(paths: list[str | Path]) -> list[Submission]:
                 if child.is_dir() and not child.is_symlink():
                     if _looks_like_submission(child):
                         found.append(Submission(_collected_as(child.absolute()), child))
-                    else:
+                    else:  # nbgrader's student folder: one submission per assignment folder
                         inner = [c for c in sorted(child.iterdir()) if c.is_dir() and _looks_like_submission(c)]
-                        if len(inner) == 1:
-                            found.append(Submission(learner_id(child.name), inner[0]))
+                        if inner:
+                            found += [Submission(learner_id(child.name), c) for c in inner]
                         else:
                             found.append(Submission(learner_id(child.name), child,
                                                     error="no submission in this folder (no manifest.json, "
@@ -117,6 +136,7 @@ def discover(paths: list[str | Path]) -> list[Submission]:
     found = _unique_paths(found)
     found.sort(key=lambda s: str(s.path))
     for sub in found:
+        sub.chapter = collected_chapter(sub.path.absolute())
         if sub.error is None:
             _inspect(sub)
     _collisions(found)
@@ -135,14 +155,21 @@ def _unique_paths(subs: list[Submission]) -> list[Submission]:
     return out
 
 
+def _clash(group: list[Submission]) -> bool:
+    """Submissions of one learner clash when two are for the same chapter, or one is for every chapter."""
+    parts = [s.chapter for s in group]
+    return len(group) > 1 and (None in parts or len(set(parts)) < len(parts))
+
+
 def _collisions(subs: list[Submission]) -> None:
-    """Two submissions collected under one learner id (or one feedback file name) are both error rows,
-    each under its own key ``<id> (collision: <path>)``: neither is graded as that learner, none is skipped."""
+    """Two submissions collected under one learner id (or one feedback file name) for the same chapter
+    are both error rows, each under its own key ``<id> (collision: <path>)``: neither is graded as that
+    learner, none is skipped. One submission per chapter (``zoe_ch02.zip``, ``zoe_ch03.zip``) is fine."""
     groups: dict[str, list[Submission]] = {}
     for sub in subs:
         groups.setdefault(disk_name(sub.learner), []).append(sub)
     for group in groups.values():
-        if len(group) < 2:
+        if not _clash(group):
             continue
         ids = sorted({s.learner for s in group})
         listed = ", ".join(str(s.path) for s in group)

@@ -266,3 +266,17 @@ def test_check_table_says_a_repeated_failure_once() -> None:
     assert "No scale. [output: 1]" in lines[2] and SAME_MISTAKE in lines[3]
     assert "No scale. [output: 3]" in lines[5] and SAME in lines[6]  # after a pass, said again
     assert len({line.index(" / ") for line in lines[2:7] + lines[-1:]}) == 1  # the points column is aligned
+
+
+def test_a_gradebook_of_the_older_layout_is_named_as_such(tmp_path) -> None:
+    import sqlite3
+
+    from course_admin.gradebook import Gradebook, GradebookError
+
+    path = tmp_path / "gradebook.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript("CREATE TABLE learners (learner TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, source TEXT "
+                     "NOT NULL, run_id TEXT NOT NULL, finished_at REAL NOT NULL);")
+    db.close()
+    with pytest.raises(GradebookError, match="older course grade"):
+        Gradebook(path)

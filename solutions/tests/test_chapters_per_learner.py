@@ -1,0 +1,75 @@
+"""One learner, one submission per chapter: `zoe_ch02.zip` and `zoe_ch03.zip` in one folder, or nbgrader's
+`submitted/ann/ch02_attention/` and `submitted/ann/ch03_multihead_attention/`, are graded each on its own
+chapter into the same table; two submissions for the same chapter still collide."""
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from course_lib.provided.layout import LAYOUT
+
+FILES = {"02": ["attention.py"], "03": ["attention.py", "multihead.py"]}
+pytestmark = pytest.mark.skipif(not (LAYOUT.reference / "multihead.py").is_file(), reason="chapter 03 is not built")
+
+
+def write_zip(path: Path, modules: list[str]) -> None:
+    with zipfile.ZipFile(path, "w") as zf:
+        for module in modules:
+            zf.writestr(f"course_lib/{module}", (LAYOUT.reference / module).read_text())
+
+
+def write_folder(path: Path, modules: list[str]) -> None:
+    (path / "course_lib").mkdir(parents=True)
+    for module in modules:
+        (path / "course_lib" / module).write_text((LAYOUT.reference / module).read_text())
+
+
+def grade(subs: Path, out: Path) -> tuple[subprocess.CompletedProcess, list[dict]]:
+    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out", str(out),
+                           "--no-notebooks", "--timeout", "60"], cwd=LAYOUT.root, capture_output=True, text=True,
+                          timeout=600)
+    with open(out / "grades.csv", newline="", encoding="utf-8") as fh:
+        return proc, list(csv.DictReader(fh))
+
+
+def totals(rows: list[dict]) -> dict[tuple[str, str], tuple[float, float]]:
+    out: dict[tuple[str, str], list[float]] = {}
+    for r in rows:
+        t = out.setdefault((r["learner"], r["chapter"]), [0.0, 0.0])
+        t[0] += float(r["points"])
+        t[1] += float(r["max_points"])
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def test_one_submission_per_chapter(tmp_path: Path) -> None:
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for chapter, modules in FILES.items():
+        write_zip(subs / f"zoe_ch{chapter}.zip", modules)
+    write_folder(subs / "ann" / "ch02_attention", FILES["02"])
+    write_folder(subs / "ann" / "ch03_multihead_attention", FILES["03"])
+    write_zip(subs / "max_ch02.zip", FILES["02"])
+    write_folder(subs / "max_ch02", FILES["02"])  # a second submission of max for chapter 02: a collision
+    proc, rows = grade(subs, tmp_path / "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = totals(rows)
+    for learner in ("zoe", "ann"):
+        for chapter in FILES:
+            earned, possible = got[(learner, chapter)]
+            assert earned == possible > 0, (learner, chapter, got)
+    collided = [r for r in rows if r["learner"].startswith("max (collision")]
+    assert collided and {r["status"] for r in collided} == {"error"} and ("max", "02") not in got
+
+    # a new chapter 03 zip regrades chapter 03 only; chapter 02's rows stay as they were
+    before = [r for r in rows if r["learner"] == "zoe" and r["chapter"] == "02"]
+    write_zip(subs / "zoe_ch03.zip", ["attention.py"])  # multihead.py forgotten this time
+    proc, rows = grade(subs, tmp_path / "out")
+    assert "already graded, 1 to grade" in proc.stdout, proc.stdout
+    assert [r for r in rows if r["learner"] == "zoe" and r["chapter"] == "02"] == before
+    assert totals(rows)[("zoe", "03")][0] == 0
+    assert {r["status"] for r in rows if r["learner"] == "zoe" and r["chapter"] == "03"} == {"missing"}
