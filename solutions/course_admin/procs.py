@@ -1,4 +1,4 @@
-"""Process control for the grader: which isolation learner code gets, and ending everything it started.
+"""Which isolation learner code gets: the bubblewrap probe, the switch, the unprivileged uid of the fallback.
 
 ``sandbox.py`` runs the course_lib child with it (a notebook is never run by the grader: answers.py).
 
@@ -15,30 +15,19 @@ Under ``rlimits`` learner code runs with the grader's rights unless the grader i
 child runs as an unprivileged uid of its own (``sandbox_uid()``, one per grading process, through
 ``drop_privileges()``), which cannot write the grader's files nor signal another learner's run.
 
-Killing: ``kill_all(find)`` freezes (SIGSTOP) what ``find()`` returns, asks again (a fork may have raced
-the freeze), then SIGKILLs the lot, until ``find()`` returns nothing alive. A process tree, a cgroup and
-the processes carrying a run's token in their environment are three ways of finding the victims.
+Ending everything a run started (process trees, cgroups, stale scratch) is reaper.py's job.
 """
 from __future__ import annotations
 
 import functools
 import os
-import re
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
-import time
-import uuid
 from pathlib import Path
-from typing import Callable
 
 SWITCH = "COURSE_GRADE_ISOLATION"
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-TOKEN_VAR = "COURSE_SANDBOX_TOKEN"
 BWRAP_TMP_BYTES = 64 * 1024**2
-PR_SET_CHILD_SUBREAPER = 36
 
 
 # ----------------------------------------------------------------------------------------- isolation
@@ -163,196 +152,3 @@ def unprivileged() -> tuple[bool | None, str]:
                       "readable by other users) but to write none")
     return None, (f"Python and torch cannot run as uid {uid} ({why}); make the interpreter and the virtual "
                   "environment readable by all users")
-
-
-def become_subreaper() -> None:
-    """Adopt every orphan our descendants leave, so that ``kill_descendants(os.getpid())`` finds them."""
-    try:
-        import ctypes
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except Exception:  # noqa: BLE001 - not Linux, or no prctl: the process group kill still applies
-        pass
-
-
-# ------------------------------------------------------------------------------------------- killing
-def _stat(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
-        return stat[stat.rindex(")") + 2:]  # after "pid (comm) ": state, ppid, ...
-    except (OSError, ValueError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    """Running, sleeping or stopped; not gone and not a zombie waiting for its parent."""
-    stat = _stat(pid)
-    return bool(stat) and not stat.startswith("Z")
-
-
-def descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` in the process tree, in any session or process group."""
-    kids: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        stat = _stat(int(entry)) if entry.isdigit() else None
-        if stat:
-            try:
-                kids.setdefault(int(stat.split()[1]), []).append(int(entry))
-            except (IndexError, ValueError):
-                continue
-    out, todo = set(), [pid]
-    while todo:
-        for child in kids.get(todo.pop(), []):
-            out.add(child)
-            todo.append(child)
-    return out
-
-
-def _signal(pids: set[int], sig: int) -> None:
-    for p in pids:
-        try:
-            os.kill(p, sig)
-        except OSError:
-            pass
-
-
-def _killpg(pgid: int | None) -> None:
-    if pgid is not None:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except OSError:
-            pass
-
-
-def kill_all(find: Callable[[], set[int]], *, group: int | None = None, rounds: int = 50,
-             pause: float = 0.02) -> int:
-    """Freeze, then SIGKILL, whatever ``find()`` returns alive, until nothing is left; also the process
-    group ``group`` each round. Returns how many processes were killed."""
-    killed: set[int] = set()
-    for _ in range(rounds):
-        victims = {p for p in find() if _alive(p)}
-        if not victims:
-            break
-        _signal(victims, signal.SIGSTOP)  # frozen processes cannot fork while we collect
-        victims |= find()
-        _signal(victims, signal.SIGKILL)
-        _killpg(group)
-        killed |= victims
-        time.sleep(pause)
-    _killpg(group)  # without /proc nothing is found: the process group at least
-    return len(killed)
-
-
-def kill_tree(pid: int) -> int:
-    """Kill ``pid`` (a session leader), its process group and every descendant."""
-    return kill_all(lambda: {pid} | descendants(pid), group=pid)
-
-
-def kill_descendants(pid: int) -> int:
-    """Kill every descendant of ``pid`` (usually ``os.getpid()``), not ``pid`` itself."""
-    return kill_all(lambda: descendants(pid) - {os.getpid()})
-
-
-# ------------------------------------------------------------------------------- tokens and cgroups
-def new_token() -> tuple[str, str]:
-    """(environment variable, value) to put in a run's environment; ``kill_token(value)`` ends them all."""
-    return TOKEN_VAR, uuid.uuid4().hex
-
-
-def _token_pids(token: str) -> set[int]:
-    needle = f"{TOKEN_VAR}={token}".encode()
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if needle in (entry / "environ").read_bytes():
-                    found.add(int(entry.name))
-            except OSError:
-                pass
-    return found
-
-
-def kill_token(token: str) -> int:
-    """Kill every process whose environment carries the token, daemons that left the session included."""
-    return kill_all(lambda: _token_pids(token) - {os.getpid()})
-
-
-class Cgroup:
-    """A throwaway cgroup (v1 pids + memory) for one run; all no-ops when not writable."""
-
-    PREFIX = "course_grade_"
-
-    def __init__(self, max_processes: int, memory_bytes: int) -> None:
-        self.dirs: list[Path] = []
-        name = f"{self.PREFIX}{os.getpid()}_{uuid.uuid4().hex[:8]}"
-        for controller, settings in (("pids", {"pids.max": str(max_processes)}),
-                                     ("memory", {"memory.limit_in_bytes": str(memory_bytes)})):
-            base = CGROUP_ROOT / controller
-            if (base / "cgroup.procs").is_file():
-                self._make(base / name, settings)
-
-    def _make(self, d: Path, settings: dict[str, str]) -> None:
-        try:
-            d.mkdir()
-            for key, value in settings.items():
-                (d / key).write_text(value)
-            self.dirs.append(d)
-        except OSError:
-            try:
-                d.rmdir()
-            except OSError:
-                pass
-
-    def pids(self) -> set[int]:
-        found: set[int] = set()
-        for d in self.dirs:
-            try:
-                found |= {int(x) for x in (d / "cgroup.procs").read_text().split()}
-            except OSError:
-                pass
-        return found
-
-    def kill_all(self) -> int:
-        return kill_all(self.pids, rounds=200, pause=0.01)
-
-    def remove(self) -> None:
-        for d in self.dirs:
-            for _ in range(100):
-                try:
-                    d.rmdir()
-                    break
-                except OSError:
-                    time.sleep(0.02)
-
-    @classmethod
-    def sweep_stale(cls) -> int:
-        """Kill and remove the cgroups of a grading process that is gone."""
-        killed = 0
-        for controller in ("pids", "memory"):
-            try:
-                entries = list((CGROUP_ROOT / controller).glob(cls.PREFIX + "*"))
-            except OSError:
-                continue
-            for d in entries:
-                if _owner_gone(d.name):
-                    group = cls.__new__(cls)
-                    group.dirs = [d]
-                    killed += group.kill_all()
-                    group.remove()
-        return killed
-
-
-def _owner_gone(name: str) -> bool:
-    """For a name course_grade_<pid>_...: whether that process is gone."""
-    m = re.match(rf"{Cgroup.PREFIX}(\d+)[_-]", name)
-    return bool(m) and not Path(f"/proc/{m.group(1)}").exists()
-
-
-def sweep_stale() -> int:
-    """Kill and remove what a grading process that was killed left: its cgroups and its scratch folders
-    (``tempfile`` folders named course_grade_<pid>_...); those of a live process are kept."""
-    killed = Cgroup.sweep_stale()
-    for d in Path(tempfile.gettempdir()).glob(Cgroup.PREFIX + "*"):
-        if d.is_dir() and not d.is_symlink() and _owner_gone(d.name):
-            shutil.rmtree(d, ignore_errors=True)
-    return killed

@@ -26,8 +26,8 @@ with SIGXFSZ ignored so that writes fail instead of killing), RLIMIT_NOFILE and 
 stderr go to a log file, cut to its head and tail when large. When the kernel lets us (cgroup v1 ``pids``
 and ``memory`` controllers writable, as root here), the command runs in its own cgroup with a cap on
 processes and memory (tmpfs pages count as memory). Afterwards the process tree, the cgroup and any
-process carrying the run's token in its environment are killed (``procs.kill_tree``, ``Cgroup.kill_all``,
-``procs.kill_token``), daemons that left the session included.
+process carrying the run's token in its environment are killed (``reaper.kill_tree``, ``Cgroup.kill_all``,
+``reaper.kill_token``), daemons that left the session included.
 """
 from __future__ import annotations
 
@@ -40,8 +40,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import procs
-from .procs import bwrap_works, detect, python_paths, sweep_stale
+from . import procs, reaper
+from .procs import bwrap_works, detect, python_paths
+from .reaper import sweep_stale
 
 __all__ = ["Limits", "RunResult", "bwrap_works", "detect", "python_paths", "run", "sweep_stale"]
 
@@ -88,7 +89,7 @@ def _cap_log(path: Path, keep: int) -> None:
     path.write_bytes(head + f"\n… [{size - 2 * keep} bytes of output left out] …\n".encode() + tail)
 
 
-def _script(command: list[str], limits: Limits, isolation: str, cgroup: procs.Cgroup, uid: int | None,
+def _script(command: list[str], limits: Limits, isolation: str, cgroup: reaper.Cgroup, uid: int | None,
             result_fd: int) -> str:
     """The shell line: join the cgroup, the result pipe on fd 3, ignore SIGXFSZ, exec [setpriv] prlimit
     and the command."""
@@ -180,8 +181,8 @@ def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path) -
         uid = procs.sandbox_uid()
         if uid is not None:
             _readable_by_others(box)
-    cgroup = procs.Cgroup(limits.max_processes, limits.memory_bytes + 512 * 1024**2)
-    token_var, token = procs.new_token()
+    cgroup = reaper.Cgroup(limits.max_processes, limits.memory_bytes + 512 * 1024**2)
+    token_var, token = reaper.new_token()
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp" if isolation == "bwrap" else str(box),
            token_var: token, RESULT_FD_VAR: str(RESULT_FD),
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
@@ -202,10 +203,10 @@ def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path) -
             except subprocess.TimeoutExpired:
                 timed_out = True
             finally:
-                procs.kill_tree(proc.pid)
+                reaper.kill_tree(proc.pid)
                 proc.wait()
         cgroup.kill_all()
-        procs.kill_token(token)
+        reaper.kill_token(token)
         cgroup.remove()
     finally:
         if write_end >= 0:

@@ -7,6 +7,7 @@ source in the grader's process), then the 13 hidden ones.
 """
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -173,6 +174,12 @@ def _attacks(p: _Planted, port: int, gradebook: Path, victim: Path) -> None:
         "    except OSError:\n"
         "        pass\n"
         "shutil.rmtree(" + repr(str(victim)) + ", ignore_errors=True)\n"), FULL)
+
+
+def read_csv(path: Path) -> list[dict]:
+    """The rows of a CSV the grader wrote (grades.csv, totals.csv)."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
 
 
 def write(learners: dict[str, dict], root: Path, zipped: tuple[str, ...] = ()) -> Path:

@@ -5,7 +5,6 @@ then read its table. Needs the instructor's solutions/ (skipped in a learner's c
 """
 from __future__ import annotations
 
-import csv
 import os
 import signal
 import socket
@@ -41,11 +40,6 @@ def grade_args(subs: list[Path] | Path, out: Path, jobs: int = 2) -> list[str]:
     # (test_isolation_recorded still insists on bubblewrap wherever it is installed)
     return ["grade", *paths, "--out", str(out), "--jobs", str(jobs), "--timeout", str(TIMEOUT),
             "--no-notebooks", "--memory", "1536", "--trust-learners", "--chapters", "ch02"]
-
-
-def read_csv(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
 
 
 def vectors(rows: list[dict]) -> dict[str, list[float]]:
@@ -122,7 +116,7 @@ def batch(tmp_path_factory):
     proc = course(*grade_args([subs, missing], out))
     elapsed = time.monotonic() - started
     listener.close()
-    rows = read_csv(out / "grades.csv")
+    rows = plant.read_csv(out / "grades.csv")
     yield {"proc": proc, "out": out, "subs": subs, "rows": rows, "learners": learners,
            "connections": listener.connections, "elapsed": elapsed, "root": root}
 
@@ -245,7 +239,7 @@ def test_determinism_and_independence_of_jobs(batch, tmp_path):
     subs = _subset(batch, tmp_path / "subs")
     proc = course(*grade_args(subs, tmp_path / "out", jobs=1))
     assert proc.returncode == 0, proc.stderr
-    rows = read_csv(tmp_path / "out" / "grades.csv")
+    rows = plant.read_csv(tmp_path / "out" / "grades.csv")
     same_in_batch = [r for r in batch["rows"] if r["learner"] in SUBSET]
     assert rows == same_in_batch  # same rows, same order, whatever --jobs and the other learners
     (tmp_path / "first.csv").write_bytes((tmp_path / "out" / "grades.csv").read_bytes())
@@ -289,13 +283,13 @@ def test_kill_and_resume(batch, tmp_path):
     for learner, run_id in before.items():
         assert after[learner] == run_id, f"{learner} was graded again"
     uninterrupted = [r for r in batch["rows"] if r["learner"] in SUBSET]
-    assert read_csv(out / "grades.csv") == uninterrupted
+    assert plant.read_csv(out / "grades.csv") == uninterrupted
     assert wait_no_strays() == []
     # a changed submission is graded again; the others are not
     (subs / "wrong_values" / "course_lib" / "attention.py").write_text(plant.REFERENCE)
     again = course(*grade_args(subs, out, jobs=1))
     assert f"{len(SUBSET) - 1} already graded, 1 to grade" in again.stdout
-    assert vectors(read_csv(out / "grades.csv"))["wrong_values"] == plant.FULL
+    assert vectors(plant.read_csv(out / "grades.csv"))["wrong_values"] == plant.FULL
 
 
 def test_submit_then_grade(tmp_path):
@@ -314,7 +308,7 @@ def test_submit_then_grade(tmp_path):
     (tmp_path / "sam_ch02" / "course_lib" / "attention.py").write_text(plant.REFERENCE)
     proc = course(*grade_args(tmp_path / "sam_ch02", tmp_path / "out", jobs=1))
     assert proc.returncode == 0, proc.stderr
-    rows = read_csv(tmp_path / "out" / "grades.csv")
+    rows = plant.read_csv(tmp_path / "out" / "grades.csv")
     assert vectors(rows)["sam"] == plant.FULL
     assert any(r["kind"] == "submission" and r["status"] == "warning" for r in rows)
     bad = course("submit", "ch02", "--notebook", str(tmp_path / "nope.ipynb"))

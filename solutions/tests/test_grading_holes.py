@@ -20,14 +20,13 @@ import planted as plant
 import planted_holes as holes
 import pytest
 
+from course_admin import procs, reaper
+from course_admin.submissions import disk_name
 from course_lib.provided.layout import LAYOUT
 
 REPO = LAYOUT.root
 pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grade.py").is_file(),
                                 reason="the grader ships only with the instructor's repository")
-sys.path.insert(0, str(REPO / "solutions"))
-from course_admin import procs  # noqa: E402
-from course_admin.submissions import disk_name  # noqa: E402
 
 BWRAP = procs.bwrap_works()[0] and os.environ.get(procs.SWITCH) != "rlimits"
 
@@ -41,11 +40,6 @@ def course(*args: str) -> subprocess.CompletedProcess:
 def grade(paths: list[Path], out: Path, *extra: str) -> subprocess.CompletedProcess:
     return course("grade", *map(str, paths), "--out", str(out), "--timeout", "10", "--no-notebooks",
                   "--memory", "1536", "--chapters", "ch02", *extra)
-
-
-def read_csv(path: Path) -> list[dict]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
 
 
 def by_learner(rows: list[dict]) -> dict[str, list[dict]]:
@@ -72,7 +66,7 @@ def batch(tmp_path_factory):
     paths, expect = holes.write_class(root)
     out = root / "out"
     proc = grade(paths, out, "--jobs", "2")
-    rows = read_csv(out / "grades.csv") if (out / "grades.csv").is_file() else []
+    rows = plant.read_csv(out / "grades.csv") if (out / "grades.csv").is_file() else []
     return {"proc": proc, "out": out, "rows": by_learner(rows), "expect": expect, "root": root}
 
 
@@ -203,7 +197,7 @@ def test_rlimits_as_root_runs_learner_code_unprivileged(tmp_path):
     proc = grade([subs], out, "--isolation", "rlimits", "--trust-learners", "--jobs", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "NOT SANDBOXED: rlimits was asked for" in proc.stderr and "uid" in proc.stderr
-    rows = by_learner(read_csv(out / "grades.csv"))
+    rows = by_learner(plant.read_csv(out / "grades.csv"))
     for learner in learners:
         assert "rlimits" in {r["isolation"] for r in lib(rows[learner])} <= {"rlimits", "none"}
         assert points(rows[learner]) == [float(r["max_points"]) for r in lib(rows[learner])], rows[learner]
@@ -218,10 +212,10 @@ def test_stale_scratch_folders_are_swept(tmp_path):
     import tempfile
     dead = subprocess.Popen(["true"])
     dead.wait()
-    gone = Path(tempfile.mkdtemp(prefix=f"{procs.Cgroup.PREFIX}{dead.pid}_"))
-    live = Path(tempfile.mkdtemp(prefix=f"{procs.Cgroup.PREFIX}{os.getpid()}_"))
+    gone = Path(tempfile.mkdtemp(prefix=f"{reaper.Cgroup.PREFIX}{dead.pid}_"))
+    live = Path(tempfile.mkdtemp(prefix=f"{reaper.Cgroup.PREFIX}{os.getpid()}_"))
     try:
-        procs.sweep_stale()
+        reaper.sweep_stale()
         assert not gone.exists() and live.exists()
     finally:
         shutil.rmtree(gone, ignore_errors=True)

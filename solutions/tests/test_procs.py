@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from course_admin import procs
+from course_admin import procs, reaper
 
 
 def test_isolation_switch_and_a_forced_bwrap_that_cannot_run(monkeypatch):
@@ -22,11 +22,11 @@ def test_isolation_switch_and_a_forced_bwrap_that_cannot_run(monkeypatch):
 def test_kill_tree_ends_descendants_in_other_sessions():
     proc = subprocess.Popen(["sh", "-c", "setsid sleep 301 & sleep 302 & wait"], start_new_session=True)
     deadline = time.monotonic() + 10
-    while len(procs.descendants(proc.pid)) < 2 and time.monotonic() < deadline:
+    while len(reaper.descendants(proc.pid)) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
-    victims = procs.descendants(proc.pid)
+    victims = reaper.descendants(proc.pid)
     assert len(victims) >= 2
-    procs.kill_tree(proc.pid)
+    reaper.kill_tree(proc.pid)
     proc.wait(timeout=10)
     time.sleep(0.1)
-    assert not [p for p in victims if procs._alive(p)]
+    assert not [p for p in victims if reaper._alive(p)]

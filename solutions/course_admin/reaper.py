@@ -1,0 +1,198 @@
+"""Ending everything a grading run started, and what a killed run left behind.
+
+``kill_all(find)`` freezes (SIGSTOP) what ``find()`` returns, asks again (a fork may have raced the
+freeze), then SIGKILLs the lot, until ``find()`` returns nothing alive. A process tree, a cgroup and
+the processes carrying a run's token in their environment are three ways of finding the victims.
+``sweep_stale()`` removes the cgroups and scratch folders of a grading process that is gone.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+TOKEN_VAR = "COURSE_SANDBOX_TOKEN"
+
+
+def _stat(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+        return stat[stat.rindex(")") + 2:]  # after "pid (comm) ": state, ppid, ...
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """Running, sleeping or stopped; not gone and not a zombie waiting for its parent."""
+    stat = _stat(pid)
+    return bool(stat) and not stat.startswith("Z")
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below ``pid`` in the process tree, in any session or process group."""
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        stat = _stat(int(entry)) if entry.isdigit() else None
+        if stat:
+            try:
+                kids.setdefault(int(stat.split()[1]), []).append(int(entry))
+            except (IndexError, ValueError):
+                continue
+    out, todo = set(), [pid]
+    while todo:
+        for child in kids.get(todo.pop(), []):
+            out.add(child)
+            todo.append(child)
+    return out
+
+
+def _signal(pids: set[int], sig: int) -> None:
+    for p in pids:
+        try:
+            os.kill(p, sig)
+        except OSError:
+            pass
+
+
+def _killpg(pgid: int | None) -> None:
+    if pgid is not None:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def kill_all(find: Callable[[], set[int]], *, group: int | None = None, rounds: int = 50,
+             pause: float = 0.02) -> int:
+    """Freeze, then SIGKILL, whatever ``find()`` returns alive, until nothing is left; also the process
+    group ``group`` each round. Returns how many processes were killed."""
+    killed: set[int] = set()
+    for _ in range(rounds):
+        victims = {p for p in find() if _alive(p)}
+        if not victims:
+            break
+        _signal(victims, signal.SIGSTOP)  # frozen processes cannot fork while we collect
+        victims |= find()
+        _signal(victims, signal.SIGKILL)
+        _killpg(group)
+        killed |= victims
+        time.sleep(pause)
+    _killpg(group)  # without /proc nothing is found: the process group at least
+    return len(killed)
+
+
+def kill_tree(pid: int) -> int:
+    """Kill ``pid`` (a session leader), its process group and every descendant."""
+    return kill_all(lambda: {pid} | descendants(pid), group=pid)
+
+
+def new_token() -> tuple[str, str]:
+    """(environment variable, value) to put in a run's environment; ``kill_token(value)`` ends them all."""
+    return TOKEN_VAR, uuid.uuid4().hex
+
+
+def _token_pids(token: str) -> set[int]:
+    needle = f"{TOKEN_VAR}={token}".encode()
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "environ").read_bytes():
+                    found.add(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def kill_token(token: str) -> int:
+    """Kill every process whose environment carries the token, daemons that left the session included."""
+    return kill_all(lambda: _token_pids(token) - {os.getpid()})
+
+
+class Cgroup:
+    """A throwaway cgroup (v1 pids + memory) for one run; all no-ops when not writable."""
+
+    PREFIX = "course_grade_"
+
+    def __init__(self, max_processes: int, memory_bytes: int) -> None:
+        self.dirs: list[Path] = []
+        name = f"{self.PREFIX}{os.getpid()}_{uuid.uuid4().hex[:8]}"
+        for controller, settings in (("pids", {"pids.max": str(max_processes)}),
+                                     ("memory", {"memory.limit_in_bytes": str(memory_bytes)})):
+            base = CGROUP_ROOT / controller
+            if (base / "cgroup.procs").is_file():
+                self._make(base / name, settings)
+
+    def _make(self, d: Path, settings: dict[str, str]) -> None:
+        try:
+            d.mkdir()
+            for key, value in settings.items():
+                (d / key).write_text(value)
+            self.dirs.append(d)
+        except OSError:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for d in self.dirs:
+            try:
+                found |= {int(x) for x in (d / "cgroup.procs").read_text().split()}
+            except OSError:
+                pass
+        return found
+
+    def kill_all(self) -> int:
+        return kill_all(self.pids, rounds=200, pause=0.01)
+
+    def remove(self) -> None:
+        for d in self.dirs:
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.02)
+
+    @classmethod
+    def sweep_stale(cls) -> int:
+        """Kill and remove the cgroups of a grading process that is gone."""
+        killed = 0
+        for controller in ("pids", "memory"):
+            try:
+                entries = list((CGROUP_ROOT / controller).glob(cls.PREFIX + "*"))
+            except OSError:
+                continue
+            for d in entries:
+                if _owner_gone(d.name):
+                    group = cls.__new__(cls)
+                    group.dirs = [d]
+                    killed += group.kill_all()
+                    group.remove()
+        return killed
+
+
+def _owner_gone(name: str) -> bool:
+    """For a name course_grade_<pid>_...: whether that process is gone."""
+    m = re.match(rf"{Cgroup.PREFIX}(\d+)[_-]", name)
+    return bool(m) and not Path(f"/proc/{m.group(1)}").exists()
+
+
+def sweep_stale() -> int:
+    """Kill and remove what a grading process that was killed left: its cgroups and its scratch folders
+    (``tempfile`` folders named course_grade_<pid>_...); those of a live process are kept."""
+    killed = Cgroup.sweep_stale()
+    for d in Path(tempfile.gettempdir()).glob(Cgroup.PREFIX + "*"):
+        if d.is_dir() and not d.is_symlink() and _owner_gone(d.name):
+            shutil.rmtree(d, ignore_errors=True)
+    return killed
