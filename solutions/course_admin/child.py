@@ -4,7 +4,8 @@ Copied into each sandbox as ``_grader_child.py`` and started as ``python -I -S _
 It imports nothing from the grader: only the standard library, torch, the instructor's
 ``course_lib.provided`` and the chapter spec copied beside it. It never sees expected values.
 
-For each case from START on it loads that case's inputs (``inputs.pt``, weights_only), runs the probe
+The job (``job.json``) lists one or more chapters, each with its spec, its inputs (``inputs_chNN.pt``,
+weights_only) and its cases numbered across the whole job. For each case from START on it runs the probe
 and sends a record: {"kind": "outputs", "outputs": {key: tensor | {"not_tensor": type name}}}
 or {"kind": "exception", "message": str}, ``torch.save``d, as one frame (case index, length, payload:
 ``sandbox.RESULT_HEADER``) on the pipe whose fd is $COURSE_RESULT_FD; the parent writes it to
@@ -132,18 +133,20 @@ def main() -> int:
     from course_lib.provided import checking  # the instructor's copy, in the sandbox
     from course_lib.provided.loader import Impl
 
-    spec_path = os.path.join(BOX, job["spec"])
-    module_spec = importlib.util.spec_from_file_location(f"course_spec_ch{job['chapter']}", spec_path)
-    spec = importlib.util.module_from_spec(module_spec)
-    sys.modules[module_spec.name] = spec
-    module_spec.loader.exec_module(spec)
-    all_inputs = torch.load(os.path.join(BOX, "inputs.pt"), weights_only=True)
     impl = Impl("course_lib", "learner")
     describe = checking._describe_exception
     run_probe = checking.run_probe
-    probes = dict(spec.PROBES)
     send = _sender(int(os.environ["COURSE_RESULT_FD"]), torch.save)  # before learner code can replace torch.save
     tensor_type = torch.Tensor
+    chapters = []  # (cases, probes, inputs) of each chapter, loaded before any learner code runs
+    for chapter in job["chapters"]:
+        name = f"course_spec_ch{chapter['chapter']}"
+        module_spec = importlib.util.spec_from_file_location(name, os.path.join(BOX, chapter["spec"]))
+        spec = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = spec
+        module_spec.loader.exec_module(spec)
+        inputs = torch.load(os.path.join(BOX, chapter["inputs"]), weights_only=True)
+        chapters.append((chapter["cases"], dict(spec.PROBES), inputs))
 
     if job.get("audit"):
         sys.addaudithook(_audit([BOX, job["python_prefix"], job["site_packages"]]))
@@ -152,15 +155,16 @@ def main() -> int:
         def __init__(self, probe: str) -> None:
             self.probe = probe
 
-    for item in job["cases"]:
-        index = item["index"]
-        if index < start:
-            continue
-        try:
-            actual = run_probe(probes, _Case(item["probe"]), impl, all_inputs[index])
-        except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from learner code too
-            actual = exc
-        send(index, _record(actual, describe, tensor_type))
+    for cases, probes, inputs in chapters:
+        for item in cases:
+            index = item["index"]
+            if index < start:
+                continue
+            try:
+                actual = run_probe(probes, _Case(item["probe"]), impl, inputs[item["local"]])
+            except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt from learner code too
+                actual = exc
+            send(index, _record(actual, describe, tensor_type))
     return 0
 
 

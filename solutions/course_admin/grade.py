@@ -99,6 +99,25 @@ def notebook_rows(reader: Reader, chapter: plan.Chapter) -> list[GradeRow]:
     return [row(a.grade_id, a.max_points, a.status, a.message) for a in read_answers(data, chapter.number)]
 
 
+def course_lib_rows(reader: Reader, numbers: list[str], opts: Options, work: Path) -> dict[str, list[GradeRow]]:
+    """The course_lib rows of each chapter in ``numbers``, by number.
+
+    --prereqs learner: one sandboxed run of the chapters and every chapter they build on, on the learner's
+    own files, earlier chapters first; their results feed the notes of the later ones. --prereqs
+    reference: one run per chapter, its prerequisites' modules taken from the reference (not graded)."""
+    if opts.prereqs == "learner":
+        run = [plan.prepare(n) for n in plan.chapters_to_run(numbers)]
+        lib = grade_course_lib(reader, run, opts, work)
+        for chapter in run:
+            lib[chapter.number] = prerequisite_notes(chapter, lib[chapter.number], lib)
+        return lib
+    lib = {}
+    for number in numbers:
+        chapter = plan.prepare(number)
+        lib.update(grade_course_lib(reader, [chapter], opts, work, substitute=chapter.prereq_modules()))
+    return lib
+
+
 def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> LearnerGrade:
     """The submission's chapters (chapters_of) for one learner: course_lib cases, then the notebook."""
     t0 = time.monotonic()
@@ -112,12 +131,7 @@ def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> Learner
     work = Path(tempfile.mkdtemp(prefix=f"course_grade_{os.getpid()}_"))
     try:
         reader = Reader(sub.path)
-        lib: dict[str, list[GradeRow]] = {}
-        for number in plan.chapters_to_run(numbers):  # earlier chapters first: their results feed the notes
-            chapter = plan.prepare(number)
-            lib[number] = grade_course_lib(reader, chapter, opts, work)
-            if opts.prereqs == "learner":
-                lib[number] = prerequisite_notes(chapter, lib[number], lib)
+        lib = course_lib_rows(reader, numbers, opts, work)
         for chapter in graded:
             rows += lib[chapter.number]
             if opts.notebooks:

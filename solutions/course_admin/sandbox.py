@@ -16,10 +16,10 @@ and recorded in every grade row:
              The child's Python audit hook (sockets, subprocesses, files outside the sandbox) stops
              careless code, not a determined attacker: ``course grade`` asks for ``--trust-learners``.
 
-Results never go through the file system: the command writes them to fd 3, a pipe, as frames
-(``RESULT_HEADER``: case index, length, then a ``torch.save`` payload), and this process writes each
-complete frame to ``box/out/NNN.pt``, at most ``Limits.result_bytes`` a frame and ``Limits.results_total``
-in all. So a learner can fill neither the disk (nothing on disk is writable) nor the results folder.
+Results never go through the file system: the command writes them to a pipe, whose fd it finds in
+$COURSE_RESULT_FD, as frames (``RESULT_HEADER``: case index, length, then a ``torch.save`` payload),
+and this process writes each complete frame to ``box/out/NNN.pt``, at most ``Limits.result_bytes`` a
+frame and ``Limits.results_total`` in all. So a learner can fill neither the disk (nothing on disk is writable) nor the results folder.
 
 Both levels apply, through ``prlimit``, RLIMIT_AS (memory), RLIMIT_FSIZE (size of any file written,
 with SIGXFSZ ignored so that writes fail instead of killing), RLIMIT_NOFILE and RLIMIT_CPU; stdout and
@@ -37,6 +37,8 @@ import shlex
 import struct
 import subprocess
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,7 +48,6 @@ from .reaper import sweep_stale
 
 __all__ = ["Limits", "RunResult", "bwrap_works", "detect", "python_paths", "run", "sweep_stale"]
 
-RESULT_FD = 3
 RESULT_FD_VAR = "COURSE_RESULT_FD"
 RESULT_HEADER = struct.Struct("<IQ")  # case index, payload length
 
@@ -89,17 +90,14 @@ def _cap_log(path: Path, keep: int) -> None:
     path.write_bytes(head + f"\n… [{size - 2 * keep} bytes of output left out] …\n".encode() + tail)
 
 
-def _script(command: list[str], limits: Limits, isolation: str, cgroup: reaper.Cgroup, uid: int | None,
-            result_fd: int) -> str:
-    """The shell line: join the cgroup, the result pipe on fd 3, ignore SIGXFSZ, exec [setpriv] prlimit
-    and the command."""
+def _script(command: list[str], limits: Limits, isolation: str, cgroup: reaper.Cgroup, uid: int | None) -> str:
+    """The shell line: join the cgroup, ignore SIGXFSZ, exec [setpriv] prlimit and the command."""
     guard = [] if isolation == "bwrap" else procs.drop_privileges(uid, bool(uid is not None and procs.unprivileged()[0]))
     nproc = [f"--nproc={limits.max_processes}"] if uid is not None else []
     prlimit = guard + ["prlimit", f"--as={limits.memory_bytes}", f"--fsize={limits.file_bytes}",
                        f"--nofile={limits.open_files}", f"--cpu={int(limits.wall_s) + 5}", "--core=0", *nproc, "--"]
     join = "".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))} && " for d in cgroup.dirs)
-    pipe = f"exec {RESULT_FD}>&{result_fd} {result_fd}>&- && "
-    return f"{join}{pipe}trap '' XFSZ && exec " + " ".join(shlex.quote(a) for a in prlimit + command)
+    return f"{join}trap '' XFSZ && exec " + " ".join(shlex.quote(a) for a in prlimit + command)
 
 
 def _readable_by_others(box: Path) -> None:
@@ -167,11 +165,28 @@ class _Collector:
         os.close(self.fd)
 
 
-def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path) -> RunResult:
+def _wait(proc: subprocess.Popen, wall_s: float, watchdog: Callable[[], bool] | None) -> bool:
+    """Wait for ``proc``; True when it ran past ``wall_s`` or the watchdog said stop."""
+    deadline = time.monotonic() + wall_s
+    while True:
+        step = min(0.1, deadline - time.monotonic()) if watchdog else deadline - time.monotonic()
+        try:
+            proc.wait(timeout=max(step, 0))
+            return False
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline or (watchdog is not None and watchdog()):
+                return True
+
+
+def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path,
+        watchdog: Callable[[], bool] | None = None) -> RunResult:
     """Run ``argv`` (paths inside the box given as /sandbox/...) with ``box`` as its only writable place.
 
+    The command is stopped (``timed_out``) after ``limits.wall_s`` seconds, or earlier when ``watchdog``,
+    called every 0.1 s while it runs, returns True.
+
     In ``rlimits`` mode /sandbox in ``argv`` is rewritten to the box's real path. The command's results
-    (frames on fd 3, see the module docstring) land in ``box/out``.
+    (frames on the result pipe, see the module docstring) land in ``box/out``.
     """
     uid = None
     if isolation == "bwrap":
@@ -184,24 +199,25 @@ def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path) -
     cgroup = reaper.Cgroup(limits.max_processes, limits.memory_bytes + 512 * 1024**2)
     token_var, token = reaper.new_token()
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp" if isolation == "bwrap" else str(box),
-           token_var: token, RESULT_FD_VAR: str(RESULT_FD),
+           token_var: token,
            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
            "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": "/tmp" if isolation == "bwrap" else str(box)}
     (box / "out").mkdir(exist_ok=True)
     read_end, write_end = os.pipe()
+    # The child writes to the pipe's own fd number, inherited through sh, bwrap and prlimit: no shell
+    # redirection, since dash's `exec 3>&N` refuses an N of two digits (a grader with many files open).
+    env[RESULT_FD_VAR] = str(write_end)
     collector = _Collector(read_end, box / "out", limits)
     timed_out = False
     try:
         with open(log, "wb") as out:
-            proc = subprocess.Popen(["/bin/sh", "-c", _script(command, limits, isolation, cgroup, uid, write_end)],
+            proc = subprocess.Popen(["/bin/sh", "-c", _script(command, limits, isolation, cgroup, uid)],
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=box,
                                     env=env, start_new_session=True, close_fds=True, pass_fds=(write_end,))
             os.close(write_end)
             write_end = -1
             try:
-                proc.wait(timeout=limits.wall_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
+                timed_out = _wait(proc, limits.wall_s, watchdog)
             finally:
                 reaper.kill_tree(proc.pid)
                 proc.wait()

@@ -1,5 +1,5 @@
-"""Grade one learner's course_lib on one chapter: a snapshot in a sandbox, the child runs the probes,
-the outputs come back as data and are judged here (verdict.py).
+"""Grade one learner's course_lib on a run of chapters: a snapshot in a sandbox, ONE child runs the probes
+of every chapter of the run, the outputs come back as data and are judged here (verdict.py).
 
 The sandbox folder holds the instructor's ``course_lib/__init__.py`` and ``provided/``, the learner's
 files of the chapter and of the chapters it builds on (or, with ``--prereqs reference``, the reference's
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -63,66 +64,114 @@ def missing_message(chapter: Chapter, missing: list[str]) -> str:
             "(run `course submit` from your course folder)")
 
 
-def grade_course_lib(reader: Reader, chapter: Chapter, opts: Options, work: Path) -> list[GradeRow]:
-    """Every case of ``chapter`` on the learner's snapshot, judged; never raises for a learner's fault.
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """One chapter's cases in a run: global result indices ``first`` .. ``first + len(cases) - 1``."""
+    chapter: Chapter
+    first: int
 
-    A ready-made case ("built from scratch") is decided here, from the submitted bytes (source_scan.py)."""
-    box = Path(tempfile.mkdtemp(prefix=f"ch{chapter.number}_", dir=work))
+    @property
+    def end(self) -> int:
+        return self.first + len(self.chapter.cases)
+
+
+def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, work: Path,
+                     substitute: list[str] = ()) -> dict[str, list[GradeRow]]:
+    """Every case of each of ``chapters`` on one snapshot of the learner's files, in ONE sandboxed child
+    (one Python and one torch import for all of them), judged; never raises for a learner's fault.
+
+    ``substitute``: modules taken from the reference instead (--prereqs reference). A chapter whose
+    files are missing gets ``missing`` rows and does not run; each chapter that runs has its own time
+    budget (``opts.timeout_s``). A ready-made case ("built from scratch") is decided here, from the
+    submitted bytes (source_scan.py). Returns the rows of each chapter, by number."""
+    box = Path(tempfile.mkdtemp(prefix="run_", dir=work))
+    rows: dict[str, list[GradeRow]] = {}
     try:
-        substitute = chapter.prereq_modules() if opts.prereqs == "reference" else []
+        modules = list(dict.fromkeys(m for ch in chapters for m in ch.modules))
         try:
-            missing = fill_snapshot(reader, box, chapter.modules, substitute)
+            missing = fill_snapshot(reader, box, modules, list(substitute))
         except SubmissionError as exc:
-            return zero_rows(chapter, "error", f"submission not graded: {exc}")
-        if missing:
-            return zero_rows(chapter, "missing", missing_message(chapter, missing))
-        _write_job(box, chapter, opts)
-        failures = _run_child(box, chapter, opts, work)
-        rows = [judge_case(chapter, g, _outcome(box, g.index, failures), opts.isolation) for g in chapter.cases]
-        return with_source_scans(reader, chapter, rows)
+            return {ch.number: zero_rows(ch, "error", f"submission not graded: {exc}") for ch in chapters}
+        segments: list[Segment] = []
+        for ch in chapters:
+            lacking = [m for m in ch.modules if m in missing]
+            if lacking:
+                rows[ch.number] = zero_rows(ch, "missing", missing_message(ch, lacking))
+            else:
+                segments.append(Segment(ch, segments[-1].end if segments else 0))
+        if segments:
+            _write_job(box, segments, opts)
+            failures = _run_child(box, segments, opts, work)
+            for seg in segments:
+                judged = [judge_case(seg.chapter, g, _outcome(box, seg.first + g.index, failures), opts.isolation)
+                          for g in seg.chapter.cases]
+                rows[seg.chapter.number] = with_source_scans(reader, seg.chapter, judged)
+        return {ch.number: rows[ch.number] for ch in chapters}
     finally:
         shutil.rmtree(box, ignore_errors=True)
 
 
-def _write_job(box: Path, chapter: Chapter, opts: Options) -> None:
-    spec_name = f"spec_ch{chapter.number}.py"
-    shutil.copy2(LAYOUT.spec(chapter.number), box / spec_name)
+def _write_job(box: Path, segments: list[Segment], opts: Options) -> None:
     shutil.copy2(CHILD, box / "_grader_child.py")
-    shutil.copy2(chapter.inputs_file, box / "inputs.pt")
     (box / "out").mkdir()
     _, prefix, site = sandbox.python_paths()
-    job = {"chapter": chapter.number, "spec": spec_name, "site_packages": str(site),
-           "python_prefix": str(prefix), "output_cap": 1024**2, "audit": opts.isolation == "rlimits",
-           "cases": [{"index": g.index, "probe": g.case.probe} for g in chapter.cases]}
+    job = {"site_packages": str(site), "python_prefix": str(prefix), "output_cap": 1024**2,
+           "audit": opts.isolation == "rlimits", "chapters": []}
+    for seg in segments:
+        number = seg.chapter.number
+        shutil.copy2(LAYOUT.spec(number), box / f"spec_ch{number}.py")
+        shutil.copy2(seg.chapter.inputs_file, box / f"inputs_ch{number}.pt")
+        job["chapters"].append({"chapter": number, "spec": f"spec_ch{number}.py", "inputs": f"inputs_ch{number}.pt",
+                                "cases": [{"index": seg.first + g.index, "local": g.index, "probe": g.case.probe}
+                                          for g in seg.chapter.cases]})
     (box / "job.json").write_text(json.dumps(job))
 
 
-def _run_child(box: Path, chapter: Chapter, opts: Options, work: Path) -> dict[int, str]:
-    """Run the child from the first case without a result until all have one, the time is up, or it
-    has died too often. Returns a message for each case that the child could not finish."""
+class _Watchdog:
+    """Polled by sandbox.run: stops the child when the chapter it is on has used its ``budget`` seconds.
+    A chapter's clock starts when the child reaches it (its first result or the previous chapter's last)."""
+
+    def __init__(self, out: Path, segments: list[Segment], start: int, budget: float) -> None:
+        self.out, self.segments, self.budget = out, [s for s in segments if s.end > start], budget
+        self.current, self.since = None, time.monotonic()
+
+    def __call__(self) -> bool:
+        done = {int(n[:3]) for n in os.listdir(self.out) if n.endswith(".pt") and n[:3].isdigit()}
+        current = next((s for s in self.segments if any(i not in done for i in range(s.first, s.end))), None)
+        if current is None:
+            return False
+        if current is not self.current:
+            self.current, self.since = current, time.monotonic()
+        return time.monotonic() - self.since > self.budget
+
+
+def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) -> dict[int, str]:
+    """Run the child from the first case without a result until all have one or it has died too often.
+    A chapter that runs past its time budget loses its remaining cases; the next chapter starts afresh.
+    Returns a message for each case (global index) that the child could not finish."""
     exe, _, _ = sandbox.python_paths()
-    limits = sandbox.Limits(wall_s=opts.timeout_s, memory_bytes=opts.memory_mb * 1024**2)
     messages: dict[int, str] = {}
-    n = len(chapter.cases)
+    n = segments[-1].end
     start, restarts = 0, 0
-    deadline = time.monotonic() + opts.timeout_s
-    log = work / f"ch{chapter.number}_{uuid.uuid4().hex[:6]}.log"
+    log = work / f"run_{uuid.uuid4().hex[:6]}.log"
+    budget = opts.timeout_s
     while start < n:
-        remaining = deadline - time.monotonic()
-        if remaining < 1:
-            _rest(messages, start, n, f"not run: the time limit ({opts.timeout_s:g} s per chapter) was reached")
-            break
+        left = sum(1 for s in segments if s.end > start)
+        limits = sandbox.Limits(wall_s=budget * left + 5, memory_bytes=opts.memory_mb * 1024**2)
         inner = [str(exe), "-I", "-S", "/sandbox/_grader_child.py", str(start)]
-        result = sandbox.run(box, inner, dataclasses.replace(limits, wall_s=remaining), opts.isolation, log)
+        result = sandbox.run(box, inner, limits, opts.isolation, log,
+                             watchdog=_Watchdog(box / "out", segments, start, budget))
         done = {int(p.stem) for p in (box / "out").glob("[0-9][0-9][0-9].pt")}
         gap = next((i for i in range(start, n) if i not in done), None)
         if gap is None:
             break
+        seg = next(s for s in segments if s.first <= gap < s.end)
         if result.timed_out:
-            messages[gap] = (f"did not finish within the time limit ({opts.timeout_s:g} s per chapter); "
+            messages[gap] = (f"did not finish within the time limit ({budget:g} s per chapter); "
                              "the process was stopped")
-            _rest(messages, gap + 1, n, "not run: the time limit was reached in an earlier case")
-            break
+            _rest(messages, gap + 1, seg.end, "not run: the time limit was reached in an earlier case")
+            start = seg.end
+            continue
         messages[gap] = f"the grading process ended during this case ({describe_exit(result.returncode)})"
         restarts += 1
         start = gap + 1

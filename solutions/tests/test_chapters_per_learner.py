@@ -73,3 +73,59 @@ def test_one_submission_per_chapter(tmp_path: Path) -> None:
     assert [r for r in rows if r["learner"] == "zoe" and r["chapter"] == "02"] == before
     assert totals(rows)[("zoe", "03")][0] == 0
     assert {r["status"] for r in rows if r["learner"] == "zoe" and r["chapter"] == "03"} == {"missing"}
+
+
+# ---------------------------------------------------------------- one sandboxed child per submission
+HANGS_ON_3D = '''
+
+_real_attention = scaled_dot_product_attention
+
+
+def scaled_dot_product_attention(query, key, value, mask=None, dropout_p=0.0):  # noqa: F811 - planted
+    if query.dim() == 3:  # chapter 02's cases without a heads axis hang; chapter 03 always passes 4-D
+        while True:
+            pass
+    return _real_attention(query, key, value, mask, dropout_p)
+'''
+
+
+def test_one_child_grades_a_chapter_and_what_it_builds_on(tmp_path: Path, monkeypatch) -> None:
+    """--prereqs learner: chapter 03 and chapter 02 under it run in one sandboxed child (one torch import)."""
+    from course_admin import grade, plan, sandbox, sandboxed
+    from course_admin.rows import Options
+    from course_admin.submissions import Reader
+
+    write_folder(tmp_path / "zoe", FILES["03"])
+    runs = []
+    real = sandbox.run
+    monkeypatch.setattr(sandboxed.sandbox, "run", lambda *a, **k: runs.append(a[1]) or real(*a, **k))
+    opts = Options(isolation=sandbox.detect(), timeout_s=60, notebooks=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    lib = grade.course_lib_rows(Reader(tmp_path / "zoe"), ["03"], opts, work)
+    assert len(runs) == 1, (runs, [r.message for rows in lib.values() for r in rows][:3])
+    assert set(lib) == {"02", "03"}
+    for number, rows in lib.items():
+        assert rows and all(r.status == "pass" for r in rows), (number, [r.message for r in rows])
+    assert len(lib["03"]) == len(plan.prepare("03").cases)
+
+
+def test_a_chapter_that_hangs_does_not_eat_the_next_chapters_time(tmp_path: Path) -> None:
+    """Each chapter of a run has its own time budget: chapter 02 hangs, chapter 03 still gets full marks."""
+    subs = tmp_path / "subs"
+    write_folder(subs / "kim_ch03", FILES["03"])
+    hung = subs / "kim_ch03" / "course_lib" / "attention.py"
+    hung.write_text(hung.read_text() + HANGS_ON_3D)
+    (subs / "kim_ch02" / "course_lib").mkdir(parents=True)
+    (subs / "kim_ch02" / "course_lib" / "attention.py").write_text(hung.read_text())
+    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out",
+                           str(tmp_path / "out"), "--no-notebooks", "--timeout", "8", "--jobs", "1"],
+                          cwd=LAYOUT.root, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(tmp_path / "out" / "grades.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    got = totals(rows)
+    assert got[("kim", "03")][0] == got[("kim", "03")][1] > 0, got
+    ch02 = [r for r in rows if r["chapter"] == "02" and r["kind"] == "course_lib"]
+    assert any("did not finish within the time limit (8 s per chapter)" in r["message"] for r in ch02), ch02
+    assert got[("kim", "02")][0] < got[("kim", "02")][1]
