@@ -2,8 +2,9 @@
 
     .venv/bin/python solutions/scripts/bench_grade.py [-n 20] [--jobs 2] [--notebooks] [--against REV]
 
-Each learner hands in one submission per ready chapter (``<learner>_chNN/``, with the modules of the
-chapters it builds on, as `course submit` packs them). Half the learners are correct; the others cycle
+Graded two ways: each chapter as its own assignment (``<learner>_chNN/``, with the modules of the
+chapters it builds on, as `course submit` packs them), and once as one submission per learner holding
+every chapter (``<learner>/``). Half the learners are correct; the others cycle
 through wrong kinds: the generated stub, a syntax error, and for chapter 02 three known mistakes. Prints
 seconds per learner, per chapter and in all, and the projected time for a class of 200 on this machine
 (goal: under 15 minutes for all chapters together with --jobs 2). course_lib only unless --notebooks (then
@@ -50,31 +51,46 @@ def wrong_kinds(chapter: str) -> dict[str, dict[str, str]]:
     return kinds
 
 
-def write_submissions(root: Path, n: int, chosen: list[str], notebooks: bool) -> None:
-    """One folder of submissions per chapter: root/submissions_chNN/<learner>_chNN/."""
-    for chapter in chosen:
-        subs = root / f"submissions_ch{chapter}"
-        wrong = wrong_kinds(chapter)
+def learner_files(i: int, chapter: str, wrong: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The course_lib files learner ``i`` hands in for ``chapter``: correct for even i, else a wrong kind."""
+    files = {m: reference(m) for m in modules_for(chapter)}
+    if i % 2:
         names = list(wrong)
-        notebook = next(iter(sorted((REPO / "exercises").glob(f"ch{chapter}_*/ch{chapter}_*.ipynb"))), None)
-        for i in range(n):
-            learner = f"learner{i:03d}"
-            folder = subs / f"{learner}_ch{chapter}"
-            (folder / "course_lib").mkdir(parents=True)
-            files = {m: reference(m) for m in modules_for(chapter)}
-            if i % 2:
-                files.update(wrong[names[(i // 2) % len(names)]])
-            for module, text in files.items():
-                (folder / "course_lib" / module).write_text(text, encoding="utf-8")
-            (folder / "manifest.json").write_text(json.dumps({"learner": learner, "chapter": chapter}))
-            if notebooks and notebook is not None:
-                (folder / notebook.name).write_bytes(notebook.read_bytes())
+        files.update(wrong[names[(i // 2) % len(names)]])
+    return files
 
 
-def grade(tree: Path, subs: Path, chapter: str, out: Path, args: argparse.Namespace) -> tuple[float, list[str]]:
-    """Seconds for one `course grade` run of one chapter with the grader of ``tree``, and its isolations."""
+def write(folder: Path, files: dict[str, str], manifest: dict, notebooks: list[Path]) -> None:
+    (folder / "course_lib").mkdir(parents=True)
+    for module, text in files.items():
+        (folder / "course_lib" / module).write_text(text, encoding="utf-8")
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    for notebook in notebooks:
+        (folder / notebook.name).write_bytes(notebook.read_bytes())
+
+
+def write_submissions(root: Path, n: int, chosen: list[str], notebooks: bool) -> None:
+    """root/submissions_chNN/<learner>_chNN/: one assignment per chapter, as `course submit` packs them;
+    root/submissions_all/<learner>/: one submission per learner holding every chapter."""
+    wrong = {c: wrong_kinds(c) for c in chosen}
+    books = {c: sorted((REPO / "exercises").glob(f"ch{c}_*/ch{c}_*.ipynb"))[:1] if notebooks else [] for c in chosen}
+    for i in range(n):
+        learner = f"learner{i:03d}"
+        whole: dict[str, str] = {}
+        for chapter in chosen:
+            files = learner_files(i, chapter, wrong[chapter])
+            write(root / f"submissions_ch{chapter}" / f"{learner}_ch{chapter}", files,
+                  {"learner": learner, "chapter": chapter}, books[chapter])
+            whole.update({m: t for m, t in files.items() if m in chapter_facts(chapter).modules})
+        write(root / "submissions_all" / learner, whole, {"learner": learner},
+              [nb for c in chosen for nb in books[c]])
+
+
+def grade(tree: Path, subs: Path, chapters: list[str], out: Path, args: argparse.Namespace) -> tuple[float, list[str]]:
+    """Seconds for one `course grade` run of ``chapters`` with the grader of ``tree``, and its isolations."""
     cmd = [sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out", str(out),
-           "--jobs", str(args.jobs), "--timeout", str(args.timeout), "--quiet", "--chapters", f"ch{chapter}"]
+           "--jobs", str(args.jobs), "--timeout", str(args.timeout), "--quiet",
+           "--chapters", *(f"ch{c}" for c in chapters)]
     if not args.notebooks:
         cmd.append("--no-notebooks")
     # the tree's own packages first: course_lib at its root, the instructor's under solutions/
@@ -110,12 +126,13 @@ def main() -> int:
                            check=True, capture_output=True)
             trees[args.against] = root / "peer"
         try:
+            runs = [(c, [c], root / f"submissions_ch{c}") for c in chosen]
+            runs.append(("all", chosen, root / "submissions_all"))
             for r in range(args.rounds if args.against else 1):
-                for chapter in chosen:
+                for key, numbers, subs in runs:
                     for k, (name, tree) in enumerate(trees.items()):
-                        out = root / f"out_{k}_{r}_{chapter}"
-                        seconds, found = grade(tree, root / f"submissions_ch{chapter}", chapter, out, args)
-                        times.setdefault((name, chapter), []).append(seconds)
+                        seconds, found = grade(tree, subs, numbers, root / f"out_{k}_{r}_{key}", args)
+                        times.setdefault((name, key), []).append(seconds)
                         isolations.setdefault(name, set()).update(found)
         finally:
             if args.against:
@@ -127,28 +144,35 @@ def main() -> int:
 
 def report(times: dict[tuple[str, str], list[float]], isolations: dict[str, set[str]], chosen: list[str],
            args: argparse.Namespace) -> None:
-    """Per chapter and in all: seconds, seconds per learner, the projection for 200 learners."""
+    """Per chapter, all assignments together, and one whole-course submission: the projection for 200."""
     kind = "course_lib + notebook" if args.notebooks else "course_lib only"
-    print(f"{args.n} learners x {len(chosen)} chapters ({kind}), --jobs {args.jobs} on {os.cpu_count()} CPUs; "
+    print(f"{args.n} learners, chapters {', '.join(chosen)} ({kind}), --jobs {args.jobs} on {os.cpu_count()} CPUs; "
           f"isolation {', '.join(sorted(isolations['this tree']))}")
-    print(f"{'chapter':>8} {'seconds':>8} {'s/learner':>10} {'200 learners':>13}")
-    total = 0.0
+    print(f"{'graded as':<34} {'seconds':>8} {'s/learner':>10} {'200 learners':>13}")
+
+    def line(label: str, elapsed: float) -> float:
+        projected = elapsed / args.n * 200
+        print(f"{label:<34} {elapsed:8.1f} {elapsed / args.n:10.2f} {projected / 60:9.1f} min")
+        return projected
+
+    median = {key: statistics.median(t) for (name, key), t in times.items() if name == "this tree"}
     for chapter in chosen:
-        elapsed = statistics.median(times[("this tree", chapter)])
-        total += elapsed
-        print(f"{'ch' + chapter:>8} {elapsed:8.1f} {elapsed / args.n:10.2f} {elapsed / args.n * 200 / 60:10.1f} min")
-    projected = total / args.n * 200
-    print(f"{'all':>8} {total:8.1f} {total / args.n:10.2f} {projected / 60:10.1f} min")
-    print(f"projected for 200 learners, every chapter: {projected:.0f} s ({projected / 60:.1f} min); "
-          f"goal < 15 min: {'met' if projected < 900 else 'NOT met'}")
+        line(f"ch{chapter} (its own assignment)", median[chapter])
+    separate = line("every chapter, one assignment each", sum(median[c] for c in chosen))
+    whole = line("every chapter, one submission", median["all"])
+    for label, projected in (("one assignment per chapter", separate), ("one submission per learner", whole)):
+        print(f"projected for 200 learners, every chapter, {label}: {projected / 60:.1f} min; goal < 15 min: "
+              f"{'met' if projected < 900 else 'NOT met'}")
     if args.against:
-        peer = sum(statistics.median(times[(args.against, c)]) for c in chosen)
+        keys = [*chosen, "all"]
+        ours = sum(median[k] for k in keys)
+        peer = sum(statistics.median(times[(args.against, k)]) for k in keys)
         ran = {name: found - {"none"} for name, found in isolations.items()}  # none: nothing ran
         if ran[args.against] != ran["this tree"]:
             print(f"warning: {args.against} recorded isolation {sorted(isolations[args.against])}: its run did not "
                   "grade the same way, so the ratio compares unlike runs")
-        print(f"medians of {args.rounds} alternating runs: this tree {total:.1f} s, {args.against} {peer:.1f} s; "
-              f"ratio this/{args.against} = {total / peer:.2f} (below 1 is faster)")
+        print(f"medians of {args.rounds} alternating runs, summed: this tree {ours:.1f} s, {args.against} "
+              f"{peer:.1f} s; ratio this/{args.against} = {ours / peer:.2f} (below 1 is faster)")
 
 
 if __name__ == "__main__":
