@@ -51,7 +51,9 @@ class Case:
     """One graded check of a chapter.
 
     make_inputs(seed) must be deterministic. ``ignore(inputs)`` may return, per output key, a bool
-    tensor of positions whose values are not graded (they must still be finite). ``ready_made`` is set
+    tensor of positions whose values are not graded (they must still be finite). ``hint`` follows a
+    wrong value that no known mistake explains; ``hint_if_raises`` follows an exception that no
+    ``RAISES`` pattern names (say what the case's inputs look like and what usually breaks). ``ready_made`` is set
     only on a ready-made case (``ready_made_case``): (module file, patterns of PyTorch names) pairs.
     """
 
@@ -62,6 +64,7 @@ class Case:
     seed: int = 0
     about: str = ""
     hint: str = ""
+    hint_if_raises: str = ""
     rtol: float = 1e-4
     atol: float = 1e-5
     ignore: Callable[[dict[str, Tensor]], dict[str, Tensor]] | None = None
@@ -199,7 +202,9 @@ def judge(chapter: str, case: Case, actual: Outputs | BaseException, inputs: dic
     if isinstance(actual, BaseException):
         message = _describe_exception(actual)
         names = raised_mistakes(message, raises)
-        return known(names, message) if names else fail(message)
+        if names:
+            return known(names, message)
+        return fail(f"{message}. {case.hint_if_raises}" if case.hint_if_raises else message)
     ignore = case.ignore(inputs) if case.ignore else None
     message = compare(actual, expected, case.rtol, case.atol, ignore)
     if message is None:

@@ -183,3 +183,26 @@ def test_grader_scans_the_submitted_bytes(tmp_path) -> None:
     failing = [GradeRow("02", "course_lib", g.label, 0.0, g.case.points, "fail", "wrong", "bwrap") for g in chapter.cases]
     scanned = {r.component: r for r in with_source_scans(Reader(tmp_path), chapter, failing)}
     assert scanned["built from scratch"].status == "fail" and "no other check" in scanned["built from scratch"].message
+
+
+def test_an_unnamed_crash_on_a_mask_case_gets_the_cases_hint() -> None:
+    """Chapter 03: a MultiHeadAttention that adds an axis to the mask (mask[:, None]) crashes in its mask
+    cases; no RAISES pattern can name every such crash, so the case's hint_if_raises says what to check."""
+    if "03" not in CHAPTERS:
+        pytest.skip("chapter 03 is not built")
+    from course_lib.provided.loader import PatchedImpl
+    from course_ref import multihead
+
+    class UnsqueezesTheMask(multihead.MultiHeadAttention):
+        def forward(self, query, key, value, mask=None):
+            return super().forward(query, key, value, None if mask is None else mask[:, None])
+
+    impl = PatchedImpl(load_impl("reference"), {"multihead.MultiHeadAttention": UnsqueezesTheMask})
+    results = {r.case: r for r in chapters.run_chapter("03", impl)}
+    hint = chapters.load_spec("03").MASK_HINT
+    masked = [name for name in results if "mask (" in name]
+    assert masked, sorted(results)
+    for name in masked:
+        assert results[name].status == "fail" and "raised" in results[name].message, results[name]
+        assert results[name].message.endswith(hint), results[name].message
+    assert results["self-attention values"].status == "pass"  # no mask: nothing breaks, no hint

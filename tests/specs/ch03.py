@@ -139,6 +139,10 @@ PROBES = {"split": split, "merge": merge, "roundtrip": roundtrip, "forward": for
 READY_MADE = {"multihead.py": ["MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention",
                                "_scaled_dot_product_*", "flex_attention", "Transformer*"]}
 
+MASK_HINT = ("The mask arrives ready to broadcast over the heads, (batch, 1, 1, seq_k) or (seq_q, seq_k): pass "
+             "it to your chapter 02 attention as it is, with query, key and value split to (batch, heads, seq, "
+             "d_k); adding an axis to it (mask[:, None], unsqueeze(1)) breaks the broadcast.")
+
 CASES = [
     Case("split_heads: shape and values", 1.0, "split", lambda s: tensor(s), seed=301,
          about="(2, 5, 12) with 3 heads -> (2, 3, 5, 4)"),
@@ -152,10 +156,10 @@ CASES = [
          about="queries from one sequence, keys and values from another"),
     Case("padding mask (batch, 1, 1, seq_k)", 1.5, "forward",
          lambda s: attention_inputs(s, batch=3, seq_q=6, heads=3, mask="padding"), seed=306,
-         about="one padding mask per sequence, broadcast over heads and queries"),
+         about="one padding mask per sequence, broadcast over heads and queries", hint_if_raises=MASK_HINT),
     Case("causal mask (seq, seq)", 1.0, "forward", lambda s: attention_inputs(s, seq_q=6, heads=2, d_model=8,
                                                                               mask="causal"), seed=307,
-         about="a 2-D mask broadcast over batch and heads"),
+         about="a 2-D mask broadcast over batch and heads", hint_if_raises=MASK_HINT),
     Case("attention weights kept", 0.5, "weights", lambda s: attention_inputs(s, seq_q=3, seq_k=5, mask="padding"),
          seed=308, about="self.attn_weights is (batch, heads, seq_q, seq_k) after a call",
          hint="self.attn_weights must hold the weights returned by your attention, one map per head."),
