@@ -42,7 +42,7 @@ def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
     if d_model % 2 != 0:
         raise ValueError(f"d_model must be even, got {d_model}: each frequency fills two columns, "
                          "sin in column 2i and cos in column 2i+1")
-    raise NotImplementedError("Chapter 04: implement sinusoidal_table in course_lib/positional.py (book chapter 04)")
+    raise NotImplementedError("Chapter 04: implement sinusoidal_table in course_lib/positional.py (book chapter 04, exercises/ch04_positional_encoding)")
 
 
 class PositionalEncoding(nn.Module):
@@ -75,10 +75,10 @@ class PositionalEncoding(nn.Module):
         self.d_model = d_model
         self.max_len = max_len
         self.dropout = nn.Dropout(dropout)
-        raise NotImplementedError("Chapter 04: implement PositionalEncoding.__init__ in course_lib/positional.py (book chapter 04)")
+        raise NotImplementedError("Chapter 04: implement PositionalEncoding.__init__ in course_lib/positional.py (book chapter 04, exercises/ch04_positional_encoding)")
 
     def forward(self, x: Tensor) -> Tensor:
-        raise NotImplementedError("Chapter 04: implement PositionalEncoding.forward in course_lib/positional.py (book chapter 04)")
+        raise NotImplementedError("Chapter 04: implement PositionalEncoding.forward in course_lib/positional.py (book chapter 04, exercises/ch04_positional_encoding)")
 
 
 class TokenEmbedding(nn.Module):
@@ -109,4 +109,4 @@ class TokenEmbedding(nn.Module):
         nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model ** -0.5)
 
     def forward(self, tokens: Tensor) -> Tensor:
-        raise NotImplementedError("Chapter 04: implement TokenEmbedding.forward in course_lib/positional.py (book chapter 04)")
+        raise NotImplementedError("Chapter 04: implement TokenEmbedding.forward in course_lib/positional.py (book chapter 04, exercises/ch04_positional_encoding)")
