@@ -1,0 +1,204 @@
+"""Chapter 04 checks: sinusoidal_table(max_len, d_model), PositionalEncoding(d_model, dropout=0.1, max_len=5000)
+and TokenEmbedding(vocab_size, d_model).
+
+The modules run in evaluation mode (dropout off) except in the dropout case, which seeds PyTorch's
+generator and checks what dropout must do rather than which elements it drops. TokenEmbedding gets the
+reference's weights (saved with the inputs), so nothing depends on your initialisation. Public cases
+use the seeds below; the grader adds hidden cases with other seeds and shapes. Expected outputs come
+from the reference (tests/reference/ch04.pt).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
+
+CHAPTER = "04"
+TITLE = "Positional encoding"
+MODULES = ["positional.py"]  # the learner's files this chapter grades
+
+
+# ---------------------------------------------------------------- inputs (deterministic by seed)
+def table_size(seed: int, max_len: int = 20, d_model: int = 8) -> dict[str, Tensor]:
+    """The two integers of a table; the seed plays no part (the table is a fixed function)."""
+    return {"max_len": torch.tensor(max_len), "d_model": torch.tensor(d_model)}
+
+
+def embeddings(seed: int, batch: int = 2, seq: int = 7, d_model: int = 16, max_len: int = 50,
+               dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    """A batch of embeddings x (batch, seq, d_model) for a PositionalEncoding of length ``max_len``."""
+    g = torch.Generator().manual_seed(seed)
+    return {"x": torch.randn(batch, seq, d_model, generator=g, dtype=dtype), "max_len": torch.tensor(max_len)}
+
+
+def tokens(seed: int, batch: int = 2, seq: int = 5, vocab_size: int = 11, d_model: int = 16) -> dict[str, Tensor]:
+    """Token ids (batch, seq) and the weight (vocab_size, d_model) to load into TokenEmbedding.embedding."""
+    g = torch.Generator().manual_seed(seed)
+    return {"tokens": torch.randint(0, vocab_size, (batch, seq), generator=g),
+            "embedding.weight": torch.randn(vocab_size, d_model, generator=g) / d_model ** 0.5}
+
+
+# ---------------------------------------------------------------- probes (they call your code)
+def encoding(impl, d_model: int, max_len: int, dropout: float = 0.1) -> nn.Module:
+    """Your PositionalEncoding, checked to be an nn.Module."""
+    module = impl.positional.PositionalEncoding(d_model, dropout=dropout, max_len=max_len)
+    if not isinstance(module, nn.Module):
+        raise CheckFailure("PositionalEncoding must be an nn.Module (class PositionalEncoding(nn.Module))")
+    return module
+
+
+def table(impl, inputs: dict[str, Tensor]) -> Outputs:
+    return {"table": impl.positional.sinusoidal_table(int(inputs["max_len"]), int(inputs["d_model"]))}
+
+
+def add(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """x + pe[:, :seq] in evaluation mode, with the module in the dtype of x."""
+    x = inputs["x"]
+    module = encoding(impl, x.size(-1), int(inputs["max_len"])).to(x.dtype).eval()
+    output = module(x)
+    if isinstance(output, Tensor) and output.dim() == 3 and output.shape[:2] == x.shape[:2] \
+            and output.size(-1) == 2 * x.size(-1):
+        raise CheckFailure(f"the output has shape {tuple(output.shape)} for an input {tuple(x.shape)}: "
+                           "twice the features, so x and the encoding were joined side by side, not summed")
+    return {"output": output}
+
+
+def buffer(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """How the module keeps its table: a buffer (not a parameter) in state_dict, moved by .to(), and its values."""
+    module = encoding(impl, int(inputs["d_model"]), int(inputs["max_len"]))
+    pe = getattr(module, "pe", None)
+    if not isinstance(pe, Tensor):
+        raise CheckFailure("PositionalEncoding must keep its table in self.pe: "
+                           "self.register_buffer('pe', table) with table of shape (1, max_len, d_model)")
+    flags = {
+        "pe_is_a_buffer": "pe" in dict(module.named_buffers(recurse=False)),
+        "pe_is_a_parameter": "pe" in dict(module.named_parameters(recurse=False)),
+        "pe_requires_grad": pe.requires_grad,
+        "pe_in_state_dict": "pe" in module.state_dict(),
+        "pe_follows_to(float64)": getattr(module.to(torch.float64), "pe", pe).dtype == torch.float64,
+    }
+    return {**{k: torch.tensor(bool(v)) for k, v in flags.items()}, "pe": pe.detach().float().clone()}
+
+
+def dropout(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """In training mode with p = 0.5: some elements zeroed, the others (x + pe) / (1 - p)."""
+    x, p = inputs["x"], 0.5
+    module = encoding(impl, x.size(-1), int(inputs["max_len"]), dropout=p)
+    with torch.no_grad():
+        clean = module.eval()(x)  # (batch, seq, d_model): x + pe
+        torch.manual_seed(int(inputs["max_len"]))
+        noisy = module.train()(x)  # (batch, seq, d_model)
+    if not isinstance(noisy, Tensor) or noisy.shape != clean.shape:
+        raise CheckFailure("in training mode the output must be a tensor of the input's shape")
+    kept = noisy != 0
+    return {"some_elements_zeroed": (~kept).any(), "some_elements_kept": kept.any(),
+            "kept_ones_are_(x+pe)/(1-p)": torch.tensor(bool(kept.any()) and
+                                                       torch.allclose(noisy[kept], clean[kept] / (1 - p),
+                                                                      rtol=1e-4, atol=1e-5))}
+
+
+def too_long(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """A sequence 3 positions longer than max_len must raise a ValueError that names both lengths."""
+    x, max_len = inputs["x"], int(inputs["max_len"])
+    module = encoding(impl, x.size(-1), max_len).eval()
+    try:
+        module(x)
+    except Exception as exc:  # noqa: BLE001 - which exception it is, is what is checked
+        message = str(exc)
+        return {"raises_ValueError": torch.tensor(isinstance(exc, ValueError)),
+                "message_names_seq_and_max_len": torch.tensor(str(x.size(1)) in message and str(max_len) in message)}
+    return {"raises_ValueError": torch.tensor(False), "message_names_seq_and_max_len": torch.tensor(False)}
+
+
+def token_embedding(impl, inputs: dict[str, Tensor]) -> nn.Module:
+    """Your TokenEmbedding holding the case's weight."""
+    vocab_size, d_model = inputs["embedding.weight"].shape
+    module = impl.positional.TokenEmbedding(vocab_size, d_model)
+    embedding = getattr(module, "embedding", None)
+    if not isinstance(embedding, nn.Embedding) or tuple(embedding.weight.shape) != (vocab_size, d_model):
+        raise CheckFailure("TokenEmbedding needs a member embedding = nn.Embedding(vocab_size, d_model): "
+                           "the checks load their weights into it")
+    with torch.no_grad():
+        embedding.weight.copy_(inputs["embedding.weight"])
+    return module
+
+
+def embed(impl, inputs: dict[str, Tensor]) -> Outputs:
+    return {"output": token_embedding(impl, inputs)(inputs["tokens"])}
+
+
+def embed_gradient(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """Backpropagate a fixed random weighting of the output to embedding.weight."""
+    g = torch.Generator().manual_seed(7)
+    module = token_embedding(impl, inputs)
+    output = module(inputs["tokens"])
+    if not isinstance(output, Tensor) or not output.requires_grad:
+        raise CheckFailure("no gradient flows back from the output: did you detach, use .data, or go through numpy?")
+    (output * torch.randn(output.shape, generator=g, dtype=output.dtype)).sum().backward()
+    if module.embedding.weight.grad is None:
+        raise CheckFailure("no gradient reached embedding.weight: look the tokens up with self.embedding")
+    return {"grad_embedding.weight": module.embedding.weight.grad}
+
+
+PROBES = {"table": table, "add": add, "buffer": buffer, "dropout": dropout, "too_long": too_long, "embed": embed,
+          "embed_gradient": embed_gradient}
+
+# ---------------------------------------------------------------- the public cases (10 points)
+BFLOAT = {"rtol": 3e-2, "atol": 3e-2}     # bfloat16 keeps 8 bits of mantissa
+
+# PyTorch's ready-made counterparts of this chapter's component (fnmatch patterns on the parts of a name).
+# PyTorch has no positional encoding layer of its own; nn.Embedding is allowed (TokenEmbedding asks for it).
+READY_MADE = {"positional.py": ["Transformer*", "MultiheadAttention"]}
+
+CASES = [
+    Case("sinusoidal_table: small table", 1.5, "table", lambda s: table_size(s), seed=401,
+         about="max_len 20, d_model 8: sin in the even columns, cos in the odd ones"),
+    Case("sinusoidal_table: 512 positions, d_model 64", 1.0, "table", lambda s: table_size(s, 512, 64), seed=402,
+         about="a long, wide table (float32 rounding allowed at large positions)", atol=1e-4),
+    Case("PositionalEncoding: x + pe", 1.5, "add", lambda s: embeddings(s), seed=403,
+         about="batch 2, seq 7, d_model 16, max_len 50; evaluation mode"),
+    Case("PositionalEncoding: seq = max_len", 0.5, "add", lambda s: embeddings(s, batch=3, seq=12, d_model=8, max_len=12),
+         seed=404, about="a sequence as long as the table"),
+    Case("pe is a buffer, not a parameter", 1.0, "buffer", lambda s: table_size(s, 16, 8), seed=405,
+         about="registered buffer (1, max_len, d_model): in state_dict, moved by .to(), not trained",
+         hint="Store the table with self.register_buffer('pe', table), table of shape (1, max_len, d_model): a "
+              "buffer is saved in state_dict and moves with .to(), and the optimiser never sees it."),
+    Case("dropout in training mode", 1.0, "dropout", lambda s: embeddings(s, seq=6), seed=406,
+         about="p = 0.5: some elements zeroed, the others (x + pe) / (1 - p)",
+         hint="Apply self.dropout to the sum x + pe[:, :seq] (not to x alone), and only through the nn.Dropout "
+              "layer, which is off in evaluation mode."),
+    Case("clear error past max_len", 0.5, "too_long", lambda s: embeddings(s, seq=15, d_model=8, max_len=12),
+         seed=407, about="seq 15 > max_len 12 raises a ValueError naming 15 and 12",
+         hint="Before adding, compare x.size(1) with max_len and raise ValueError(f\"... {seq} ... {max_len} ...\") "
+              "saying to build the module with a larger max_len."),
+    Case("bfloat16 in, bfloat16 out", 0.5, "add", lambda s: embeddings(s, d_model=8, dtype=torch.bfloat16),
+         seed=408, about="the module in bfloat16 keeps the dtype of x", **BFLOAT),
+    Case("TokenEmbedding: scaled by √d_model", 1.5, "embed", lambda s: tokens(s), seed=409,
+         about="vocabulary 11, d_model 16: the looked-up rows times √16 = 4"),
+    Case("TokenEmbedding: gradient reaches the table", 0.5, "embed_gradient", lambda s: tokens(s, batch=3, seq=6),
+         seed=410, about="backward to embedding.weight"),
+    ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made Transformer layer (read from the source, not run)"),
+]
+
+# ---------------------------------------------------------------- known mistakes and their messages
+MISTAKES = {
+    "sin_cos_swapped": "sin and cos are swapped: column 2i holds sin(pos · ω_i) and column 2i+1 holds cos(pos · ω_i), "
+                       "so PE(0) = [0, 1, 0, 1, …].",
+    "exponent_i": "The exponent uses i instead of 2i: the frequency of columns 2i and 2i+1 is "
+                  "1 / 10000^(2i / d_model), where 2i is the even column index (0, 2, 4, …), not the pair index "
+                  "(0, 1, 2, …).",
+    "no_sqrt_scale": "The embeddings are not multiplied by √d_model: return self.embedding(tokens) * "
+                     "math.sqrt(self.d_model) (the paper, section 3.4).",
+    "concatenated": "The encoding is concatenated to x instead of added: the output must keep d_model features; "
+                    "return x + pe[:, :seq].",
+    "pe_parameter": "pe is an nn.Parameter, so the optimiser would train it: the sinusoidal table is fixed. Store it "
+                    "with self.register_buffer('pe', table) instead.",
+    "no_dropout": "Dropout is missing: in training mode the output must be self.dropout(x + pe[:, :seq]).",
+}
+
+# Known mistakes recognised by the exception they raise (re.search on the description of the exception):
+# the add probe raises on an output with twice the features of its input.
+RAISES = {
+    "concatenated": r"joined side by side, not summed",
+}
