@@ -129,3 +129,26 @@ def test_a_chapter_that_hangs_does_not_eat_the_next_chapters_time(tmp_path: Path
     ch02 = [r for r in rows if r["chapter"] == "02" and r["kind"] == "course_lib"]
     assert any("did not finish within the time limit (8 s per chapter)" in r["message"] for r in ch02), ch02
     assert got[("kim", "02")][0] < got[("kim", "02")][1]
+
+
+def test_a_submission_of_the_whole_course_is_graded_on_every_chapter(tmp_path: Path) -> None:
+    """A folder without a chapter in its name holds every chapter: one run grades them all, full marks
+    for the reference; a syntax error in the last chapter's module costs that chapter only."""
+    from course_lib.provided import chapters
+    from course_lib.provided.layout import chapter_facts
+
+    every = chapters.available()
+    modules = [m for n in every for m in chapter_facts(n).modules]
+    write_folder(tmp_path / "subs" / "una", modules)
+    write_folder(tmp_path / "subs" / "vic", modules)
+    last = tmp_path / "subs" / "vic" / "course_lib" / chapter_facts(every[-1]).modules[0]
+    last.write_text(last.read_text() + "\ndef broken(:\n")
+    proc, rows = grade(tmp_path / "subs", tmp_path / "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = totals(rows)
+    for number in every:
+        earned, possible = got[("una", number)]
+        assert earned == possible > 0, (number, got)
+    for number in every[:-1]:
+        assert got[("vic", number)][0] == got[("vic", number)][1], (number, got)
+    assert got[("vic", every[-1])][0] == 0
