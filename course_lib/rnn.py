@@ -38,7 +38,7 @@ def rnn_step(x_t: Tensor, h_prev: Tensor, weight_ih: Tensor, weight_hh: Tensor,
     >>> rnn_step(torch.ones(1, 3), z(1, 2), z(2, 3), z(2, 2), z(2), z(2))
     tensor([[0., 0.]])
     """
-    raise NotImplementedError("Chapter 01: implement rnn_step in course_lib/rnn.py (book chapter 01)")
+    raise NotImplementedError("Chapter 01: implement rnn_step in course_lib/rnn.py (book chapter 01, exercises/ch01_why_not_rnns)")
 
 
 class RNN(nn.Module):
@@ -79,7 +79,7 @@ class RNN(nn.Module):
             nn.init.uniform_(p, -bound, bound)
 
     def forward(self, x: Tensor, h0: Tensor | None = None) -> tuple[Tensor, Tensor]:
-        raise NotImplementedError("Chapter 01: implement RNN.forward in course_lib/rnn.py (book chapter 01)")
+        raise NotImplementedError("Chapter 01: implement RNN.forward in course_lib/rnn.py (book chapter 01, exercises/ch01_why_not_rnns)")
 
 
 def gradient_norms(rnn: nn.Module, x: Tensor) -> Tensor:
@@ -108,4 +108,4 @@ def gradient_norms(rnn: nn.Module, x: Tensor) -> Tensor:
     >>> norms.shape
     torch.Size([2, 10])
     """
-    raise NotImplementedError("Chapter 01: implement gradient_norms in course_lib/rnn.py (book chapter 01)")
+    raise NotImplementedError("Chapter 01: implement gradient_norms in course_lib/rnn.py (book chapter 01, exercises/ch01_why_not_rnns)")

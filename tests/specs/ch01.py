@@ -80,11 +80,11 @@ class Linear(nn.Module):
 
     def forward(self, x: Tensor, h0: Tensor | None = None) -> tuple[Tensor, Tensor]:
         h = x.new_zeros(x.shape[0], self.mix.shape[0]) if h0 is None else h0            # (batch, hidden)
-        states = []
-        for t in range(x.shape[1]):
-            h = self.decay * h + x[:, t] @ self.mix.T                                    # (batch, hidden)
-            states.append(h)
-        return torch.stack(states, dim=1), h                                             # (batch, seq, hidden)
+        history = []
+        for x_t in x.unbind(dim=1):                                                      # x_t: (batch, input)
+            h = self.decay * h + x_t @ self.mix.T                                        # (batch, hidden)
+            history.append(h)
+        return torch.stack(history, 1), h                                                # (batch, seq, hidden)
 
 
 # ---------------------------------------------------------------- probes (they call your code)
