@@ -33,12 +33,12 @@ release: install  ## regenerate course_lib stubs and exercises/ from solutions/
 refs: install  ## regenerate tests/reference/ from the reference implementation
 	$(BIN)/course refs
 
-check: install  ## the public checks of one chapter on this checkout's course_lib: make check CH=02
-	@test -n "$(CH)" || { echo "Which chapter? For example: make check CH=02"; exit 2; }
+check: install  ## the public checks of one chapter on this checkout's course_lib: make check CH=01
+	@test -n "$(CH)" || { echo "Which chapter? For example: make check CH=01"; exit 2; }
 	@$(BIN)/course check ch$(CH)
 
-submit: install  ## pack a chapter to hand in: make submit CH=02 [LEARNER=you] [FORCE=1]
-	@test -n "$(CH)" || { echo "Which chapter? For example: make submit CH=02"; exit 2; }
+submit: install  ## pack a chapter to hand in: make submit CH=01 [LEARNER=you] [FORCE=1]
+	@test -n "$(CH)" || { echo "Which chapter? For example: make submit CH=01"; exit 2; }
 	@$(BIN)/course submit ch$(CH) $(if $(LEARNER),--learner $(LEARNER)) $(if $(FORCE),--force)
 
 lab: install  ## open the exercise notebooks in JupyterLab

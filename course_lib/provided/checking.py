@@ -343,7 +343,8 @@ def judge_source(chapter: str, case: Case, sources: Mapping[str, str | bytes | N
             return fail(f"cannot read course_lib/{module} as Python ({type(exc).__name__}): fix it first")
     if uses:
         return fail(f"uses PyTorch's ready-made {'; '.join(uses)}. This chapter's component must be built from "
-                    "scratch with tensor operations (such as @, masked_fill and torch.softmax), so this check "
+                    "scratch with tensor operations (@, +, torch.tanh, torch.softmax, …) and the earlier chapters' "
+                    "modules, so this check "
                     "earns no points; the other checks still grade what your code returns.")
     if not any(r.status == "pass" for r in others):
         if others and all(r.message.startswith("not implemented yet") for r in others):

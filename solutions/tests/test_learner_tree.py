@@ -74,7 +74,7 @@ def test_the_tree_has_its_own_readme_pyproject_and_makefile(tree: Path) -> None:
     assert readme.startswith("# Transformers from Scratch: your course folder")
     assert "make book" not in readme and "solutions" not in readme and "{chapter_table}" not in readme
     assert "| 02 | Attention |" in readme and "**ready**" in readme
-    assert setup_commands(readme) == ["make install", "make check CH=02"]
+    assert setup_commands(readme) == ["make install", "make check CH=01"]
     pyproject = (tree / "pyproject.toml").read_text()
     assert "solutions" not in pyproject and "course_admin" not in pyproject
     assert "solutions" not in (tree / "Makefile").read_text()
