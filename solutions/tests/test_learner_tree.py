@@ -21,7 +21,7 @@ import pytest
 from course_admin.learner_tree import INSTRUCTOR_ONLY
 from course_admin.release import main as release
 from course_lib.provided import syllabus
-from course_lib.provided.layout import LAYOUT
+from course_lib.provided.layout import LAYOUT, modules_for
 
 REFERENCE = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 
@@ -86,6 +86,24 @@ def test_set_up_from_the_readme_then_check_the_stub(installed) -> None:
     assert (tree / ".venv" / "bin" / "course").is_file()
     assert check.returncode != 0 and "not implemented yet" in check.stdout, check.stdout + check.stderr
     assert f"checked: {tree / 'course_lib'}" in check.stdout, "course check names the folder it checked"
+
+
+@pytest.mark.parametrize("chapter", [c.number for c in syllabus.ready()])
+def test_every_ready_chapter_checks_in_the_tree(installed, chapter: str) -> None:
+    """Each chapter's stub scores 0 with "not implemented yet"; with the chapter's modules solved, full marks."""
+    tree, _ = installed
+    stubbed = sh(tree, f".venv/bin/course check ch{chapter} --json")
+    assert stubbed.returncode == 1 and "not implemented yet" in stubbed.stdout, stubbed.stdout + stubbed.stderr
+    solved = {m: (LAYOUT.reference / m).read_text() for m in modules_for(chapter)}
+    stubs = {m: (tree / "course_lib" / m).read_text() for m in solved}
+    try:
+        for module, text in solved.items():
+            (tree / "course_lib" / module).write_text(text)
+        passed = sh(tree, f"make check CH={chapter}")
+        assert passed.returncode == 0 and "All public checks pass" in passed.stdout, passed.stdout + passed.stderr
+    finally:
+        for module, text in stubs.items():
+            (tree / "course_lib" / module).write_text(text)
 
 
 def test_make_test_is_one_line_per_failure(installed) -> None:
