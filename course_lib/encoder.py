@@ -45,10 +45,10 @@ class LayerNorm(nn.Module):
     def __init__(self, d_model: int, eps: float = 1e-5) -> None:
         super().__init__()
         self.eps = eps
-        raise NotImplementedError("Chapter 05: implement LayerNorm.__init__ in course_lib/encoder.py (book chapter 05)")
+        raise NotImplementedError("Chapter 05: implement LayerNorm.__init__ in course_lib/encoder.py (book chapter 05, exercises/ch05_encoder)")
 
     def forward(self, x: Tensor) -> Tensor:
-        raise NotImplementedError("Chapter 05: implement LayerNorm.forward in course_lib/encoder.py (book chapter 05)")
+        raise NotImplementedError("Chapter 05: implement LayerNorm.forward in course_lib/encoder.py (book chapter 05, exercises/ch05_encoder)")
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -71,7 +71,7 @@ class PositionwiseFeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        raise NotImplementedError("Chapter 05: implement PositionwiseFeedForward.forward in course_lib/encoder.py (book chapter 05)")
+        raise NotImplementedError("Chapter 05: implement PositionwiseFeedForward.forward in course_lib/encoder.py (book chapter 05, exercises/ch05_encoder)")
 
 
 class EncoderLayer(nn.Module):
@@ -108,7 +108,7 @@ class EncoderLayer(nn.Module):
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        raise NotImplementedError("Chapter 05: implement EncoderLayer.forward in course_lib/encoder.py (book chapter 05)")
+        raise NotImplementedError("Chapter 05: implement EncoderLayer.forward in course_lib/encoder.py (book chapter 05, exercises/ch05_encoder)")
 
 
 class Encoder(nn.Module):
@@ -140,4 +140,4 @@ class Encoder(nn.Module):
         self.norm = LayerNorm(d_model) if norm_first else None
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        raise NotImplementedError("Chapter 05: implement Encoder.forward in course_lib/encoder.py (book chapter 05)")
+        raise NotImplementedError("Chapter 05: implement Encoder.forward in course_lib/encoder.py (book chapter 05, exercises/ch05_encoder)")
