@@ -68,7 +68,7 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None) -> Tensor:
-        raise NotImplementedError("Chapter 06: implement DecoderLayer.forward in course_lib/decoder.py (book chapter 06)")
+        raise NotImplementedError("Chapter 06: implement DecoderLayer.forward in course_lib/decoder.py (book chapter 06, exercises/ch06_decoder_and_masks)")
 
 
 class Decoder(nn.Module):
@@ -101,4 +101,4 @@ class Decoder(nn.Module):
 
     def forward(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
                 memory_mask: Tensor | None = None) -> Tensor:
-        raise NotImplementedError("Chapter 06: implement Decoder.forward in course_lib/decoder.py (book chapter 06)")
+        raise NotImplementedError("Chapter 06: implement Decoder.forward in course_lib/decoder.py (book chapter 06, exercises/ch06_decoder_and_masks)")

@@ -33,7 +33,7 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     >>> padding_mask(torch.tensor([[5, 7, 0]]), pad_id=0)
     tensor([[[[ True,  True, False]]]])
     """
-    raise NotImplementedError("Chapter 06: implement padding_mask in course_lib/masks.py (book chapter 06)")
+    raise NotImplementedError("Chapter 06: implement padding_mask in course_lib/masks.py (book chapter 06, exercises/ch06_decoder_and_masks)")
 
 
 def causal_mask(n: int, device: torch.device | str | None = None) -> Tensor:
@@ -52,7 +52,7 @@ def causal_mask(n: int, device: torch.device | str | None = None) -> Tensor:
             [ True,  True, False],
             [ True,  True,  True]])
     """
-    raise NotImplementedError("Chapter 06: implement causal_mask in course_lib/masks.py (book chapter 06)")
+    raise NotImplementedError("Chapter 06: implement causal_mask in course_lib/masks.py (book chapter 06, exercises/ch06_decoder_and_masks)")
 
 
 def target_mask(tokens: Tensor, pad_id: int) -> Tensor:
@@ -73,4 +73,4 @@ def target_mask(tokens: Tensor, pad_id: int) -> Tensor:
             [ True,  True, False],
             [ True,  True, False]])
     """
-    raise NotImplementedError("Chapter 06: implement target_mask in course_lib/masks.py (book chapter 06)")
+    raise NotImplementedError("Chapter 06: implement target_mask in course_lib/masks.py (book chapter 06, exercises/ch06_decoder_and_masks)")

@@ -57,7 +57,7 @@ class TransformerConfig:
     def base(cls, src_vocab: int, tgt_vocab: int) -> TransformerConfig:
         """The paper's base model: the defaults above, the generator tied to the target embedding, and
         one embedding for both sides when the vocabulary is shared (src_vocab == tgt_vocab)."""
-        raise NotImplementedError("Chapter 06: implement TransformerConfig.base in course_lib/transformer.py (book chapter 06)")
+        raise NotImplementedError("Chapter 06: implement TransformerConfig.base in course_lib/transformer.py (book chapter 06, exercises/ch06_decoder_and_masks)")
 
 
 class Transformer(nn.Module):
@@ -101,14 +101,14 @@ class Transformer(nn.Module):
         self.generator = nn.Linear(c.d_model, c.tgt_vocab)
         # Weight tying (section 3.4): with config.tie_embeddings, the generator's weight becomes the
         # target embedding's weight, the same nn.Parameter (not a copy).
-        raise NotImplementedError("Chapter 06: implement Transformer.__init__ in course_lib/transformer.py (book chapter 06)")
+        raise NotImplementedError("Chapter 06: implement Transformer.__init__ in course_lib/transformer.py (book chapter 06, exercises/ch06_decoder_and_masks)")
 
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """Embed the source, add positions, run the encoder: (batch, src_seq) -> memory (batch, src_seq, d_model).
 
         src_mask: the source's padding mask (batch, 1, 1, src_seq), True = a real token.
         """
-        raise NotImplementedError("Chapter 06: implement Transformer.encode in course_lib/transformer.py (book chapter 06)")
+        raise NotImplementedError("Chapter 06: implement Transformer.encode in course_lib/transformer.py (book chapter 06, exercises/ch06_decoder_and_masks)")
 
     def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None = None,
                tgt_mask: Tensor | None = None) -> Tensor:
@@ -118,7 +118,7 @@ class Transformer(nn.Module):
         tgt_mask (batch, 1, tgt_seq, tgt_seq) to the self-attention. Chapter 07's greedy decoding calls
         this once per generated token, with the memory computed once.
         """
-        raise NotImplementedError("Chapter 06: implement Transformer.decode in course_lib/transformer.py (book chapter 06)")
+        raise NotImplementedError("Chapter 06: implement Transformer.decode in course_lib/transformer.py (book chapter 06, exercises/ch06_decoder_and_masks)")
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """Logits (batch, tgt_seq, tgt_vocab) for src (batch, src_seq) and tgt (batch, tgt_seq) token ids.
@@ -126,4 +126,4 @@ class Transformer(nn.Module):
         Builds the masks from config.pad_id (padding_mask of src, target_mask of tgt), encodes, decodes
         and applies the generator; no softmax.
         """
-        raise NotImplementedError("Chapter 06: implement Transformer.forward in course_lib/transformer.py (book chapter 06)")
+        raise NotImplementedError("Chapter 06: implement Transformer.forward in course_lib/transformer.py (book chapter 06, exercises/ch06_decoder_and_masks)")
