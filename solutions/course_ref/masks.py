@@ -31,8 +31,7 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     tensor([[[[ True,  True, False]]]])
     """
     ### BEGIN SOLUTION
-    keep = tokens != pad_id  # (batch, seq)
-    return keep[:, None, None, :]  # (batch, 1, 1, seq)
+    return (tokens != pad_id)[:, None, None, :]  # (batch, seq) -> (batch, 1, 1, seq)
     ### END SOLUTION
 
 

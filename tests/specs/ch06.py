@@ -299,7 +299,7 @@ CASES = [
                "tgt_embed.embedding.weight (one Parameter)",
          hint="base(src_vocab, tgt_vocab) is the paper's model (Table 3, section 3.4): tie_embeddings=True, and "
               "share_embeddings only when the two vocabularies are one (src_vocab == tgt_vocab); tying assigns "
-              "the Parameter itself: self.generator.weight = self.tgt_embed.embedding.weight."),
+              "the Parameter itself to the generator's weight (the target embedding's weight), not a copy."),
     ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made decoder, transformer, attention or layer norm "
                                            "(read from the source, not run); masks.py may use torch.tril"),
 ]
@@ -324,8 +324,8 @@ MISTAKES = {
     "softmax_logits": "Transformer.forward returns probabilities (a softmax over the vocabulary): return the "
                       "generator's logits, without softmax; the loss (chapter 07) applies log-softmax itself.",
     "tie_copies_weights": "The generator's weight is a copy of the target embedding, not the same Parameter, so the "
-                          "two drift apart in training: assign the Parameter itself, self.generator.weight = "
-                          "self.tgt_embed.embedding.weight (and self.tgt_embed = self.src_embed when sharing).",
+                          "two drift apart in training: make generator.weight the target embedding's own Parameter, "
+                          "tgt_embed.embedding.weight, by assignment (no clone, no nn.Parameter(...) around it).",
 }
 
 # A known mistake that crashes instead of returning wrong values: queries from memory give src_seq rows,
