@@ -16,7 +16,7 @@ fully_masked_rows = _spec.fully_masked_rows  # the rows of a target padded at th
 
 CASES = [
     Case("h-padding-pad-3", 1.0, "padding", lambda s: mask_inputs(s, batch=4, seq=8, vocab=12, pad_id=3), seed=9601),
-    Case("h-causal-1-and-9", 1.0, "causal", lambda s: mask_inputs(s, seq=9), seed=9602),
+    Case("h-causal-9", 1.0, "causal", lambda s: mask_inputs(s, seq=9), seed=9602),
     Case("h-target-long", 1.0, "target", lambda s: mask_inputs(s, batch=4, seq=9, pad_id=5), seed=9603),
     Case("h-post-ln-8-heads-masks", 1.0, "decoder",
          lambda s: decoder_inputs(s, batch=2, tgt_seq=7, src_seq=9, d_model=32, heads=8, d_ff=64, tgt_mask="target",

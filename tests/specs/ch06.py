@@ -233,7 +233,7 @@ def model_config(impl, inputs: dict[str, Tensor]) -> Outputs:
 PROBES = {"padding": padding, "causal": causal, "target": target, "decoder": decoder_forward,
           "gradients": decoder_gradients, "model": model_forward, "future": future_leak, "config": model_config}
 
-# ---------------------------------------------------------------- the public cases (16 points)
+# ---------------------------------------------------------------- the public cases (15.5 points)
 # PyTorch's ready-made counterparts of this chapter's components (fnmatch patterns on the parts of a name).
 # masks.py may use anything (torch.tril, nn.Transformer.generate_square_subsequent_mask): that is how a
 # mask is made. Your own earlier chapters (from .encoder import ...) are not ready-mades.
