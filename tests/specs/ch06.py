@@ -95,13 +95,15 @@ def model_inputs(seed: int, batch: int = 2, src_seq: int = 7, tgt_seq: int = 5, 
     """src (batch, src_seq) and tgt (batch, tgt_seq) token ids padded at the end, the sizes of a small
     TransformerConfig, all its weights, and ``changed_at``: a target position to perturb."""
     g = torch.Generator().manual_seed(seed)
-    inputs = {"src": _tokens(g, batch, src_seq, src_vocab, pad_id), "tgt": _tokens(g, batch, tgt_seq, tgt_vocab, pad_id),
+    inputs = {"src": _tokens(g, batch, src_seq, src_vocab, pad_id),
+              "tgt": _tokens(g, batch, tgt_seq, tgt_vocab, pad_id),
               "src_vocab": torch.tensor(src_vocab), "tgt_vocab": torch.tensor(tgt_vocab),
               "d_model": torch.tensor(d_model), "num_heads": torch.tensor(heads), "d_ff": torch.tensor(d_ff),
               "num_layers": torch.tensor(layers), "pad_id": torch.tensor(pad_id),
               "norm_first": torch.tensor(norm_first), "changed_at": torch.tensor(tgt_seq // 2)}
-    inputs[f"{P}src_embed.embedding.weight"] = torch.randn(src_vocab, d_model, generator=g, dtype=dtype) / d_model ** 0.5
-    inputs[f"{P}tgt_embed.embedding.weight"] = torch.randn(tgt_vocab, d_model, generator=g, dtype=dtype) / d_model ** 0.5
+    for side, vocab in (("src", src_vocab), ("tgt", tgt_vocab)):
+        embedding = torch.randn(vocab, d_model, generator=g, dtype=dtype) / d_model ** 0.5  # (vocab, d_model)
+        inputs[f"{P}{side}_embed.embedding.weight"] = embedding
     for i in range(layers):
         inputs.update(_layer(g, f"encoder.layers.{i}.", d_model, d_ff, dtype, cross=False))
         inputs.update(_layer(g, f"decoder.layers.{i}.", d_model, d_ff, dtype))
