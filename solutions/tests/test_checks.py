@@ -108,6 +108,26 @@ def test_an_exception_matching_raises_names_its_mistake(actual: BaseException) -
     assert other.mistakes == [] and other.message.startswith("raised RuntimeError")
 
 
+SEQ_MISMATCH = "raised RuntimeError: The size of tensor a (5) must match the size of tensor b (7) at non-singleton dimension 1"
+
+
+@pytest.mark.parametrize("where,named", [(" (at decoder.py:71: x = self.norm2(x + self.dropout(...)))", True),
+                                         ("", True), (" (at encoder.py:120: x = x + self.dropout(...))", False)])
+def test_cross_attention_queries_from_memory_are_named_by_their_crash(where: str, named: bool) -> None:
+    """Chapter 06: queries taken from memory give src_seq rows, which the residual in decoder.py cannot add to
+    x's tgt_seq rows; the same mismatch raised in another of the learner's files is another mistake."""
+    if "06" not in CHAPTERS:
+        pytest.skip("chapter 06 is not built")
+    spec = chapters.load_spec("06")
+    case = next(c for c in spec.CASES if c.name.startswith("decoder layer, Post-LN, causal mask"))
+    saved = chapters.load_reference_outputs("06")[case.name]
+    result = judge("06", case, CheckFailure(SEQ_MISMATCH + where), saved["inputs"], saved["expected"],
+                   saved["mistakes"], spec.MISTAKES, spec.RAISES)
+    assert result.status == "fail" and result.mistakes == (["cross_attn_q_from_encoder"] if named else [])
+    assert (spec.MISTAKES["cross_attn_q_from_encoder"] in result.message) == named
+    assert named or result.message.endswith(spec.CROSS_HINT)
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_raises_names_declared_mistakes(chapter: str) -> None:
     spec = chapters.load_spec(chapter)
