@@ -32,6 +32,15 @@ POINTS = torch.randn(24, 4, generator=torch.Generator().manual_seed(0))
 LABELS = (POINTS[:, 0] + POINTS[:, 1] > 0).long()
 
 
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """Tiny models gain nothing from threads, and on shared cores the second thread costs several times over."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def tiny_model(seed: int = 0, dropout: float = 0.2) -> nn.Module:
     seed_everything(seed)
     return nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Dropout(dropout), nn.Linear(16, 2))

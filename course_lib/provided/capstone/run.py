@@ -27,9 +27,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..checkpoints import latest_checkpoint
-from ..runtime import ProcessContext, process_context, seed_everything, shard_groups
+from ..runtime import ProcessContext, pick_device, process_context, seed_everything, shard_groups
 from ..training import TrainConfig, to_device, train, warmup_cosine
-from .batching import Batch, Example, batch_order, batches, collate, encode_reviews
+from .batching import Batch, Example, batch_order, collate, encode_reviews
 from .data import pretraining_text, reviews
 from .mlm import IGNORE_INDEX, MaskedLM, MLMBatch, mlm_batches, pretraining_chunks
 from .models import CLASSIFIERS, ModelUnavailable, build_classifier
@@ -210,7 +210,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
     vocab = CharVocab.load(folder / "vocab.json")
     model = build_classifier(run["model"], len(vocab), vocab.pad_id, run["size"], run["max_len"], run["dropout"])
     model.load_state_dict(found[1]["model"])
-    corpus, device = reviews(), torch.device(args.device or "cpu")
+    corpus, device = reviews(), pick_device(args.device)
     model.to(device)
     valid_acc, _, _ = score(model, encode_reviews(corpus.valid, vocab, run["max_len"]), vocab.pad_id, device)
     test_acc, _, true_prob = score(model, encode_reviews(corpus.test, vocab, run["max_len"]), vocab.pad_id, device)
@@ -252,7 +252,8 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--compile", action="store_true", help="torch.compile the model")
     common.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     common.add_argument("--no-progress", action="store_true", help="no progress bar")
-    top = argparse.ArgumentParser(prog="course capstone", description=__doc__.split("\n\n")[0])
+    top = argparse.ArgumentParser(prog="course capstone", description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True)
     sub.add_parser("baselines", parents=[common], help="fit (once) and show the baselines").add_argument(
         "--refit", action="store_true", help="fit again even if cached")
