@@ -1,0 +1,35 @@
+"""Hidden cases of chapter 05: the spec's own input makers on other seeds and shapes.
+
+Learners never receive this file; the grader adds these cases after the public ones and reports them
+only as "hidden case N" with a redacted message (no inputs, shapes or values).
+"""
+from __future__ import annotations
+
+import torch
+
+from course_lib.provided.chapters import load_spec
+from course_lib.provided.checking import Case
+
+_spec = load_spec("05")
+norm_inputs, ffn_inputs, layer_inputs = _spec.norm_inputs, _spec.ffn_inputs, _spec.layer_inputs
+
+CASES = [
+    Case("h-norm-4d", 1.0, "norm", lambda s: norm_inputs(s, shape=(2, 3, 4, 20), shift=-5.0, scale=4.0), seed=9501),
+    Case("h-norm-eps", 1.0, "norm", lambda s: norm_inputs(s, shape=(5, 3), eps=0.5, scale=0.5), seed=9502),
+    Case("h-ffn-wide", 1.0, "ffn", lambda s: ffn_inputs(s, batch=3, seq=7, d_model=16, d_ff=64), seed=9503),
+    Case("h-post-ln-8-heads", 1.0, "forward",
+         lambda s: layer_inputs(s, batch=2, seq=9, d_model=32, heads=8, d_ff=64, mask=True), seed=9504),
+    Case("h-pre-ln-one-head", 1.0, "forward",
+         lambda s: layer_inputs(s, batch=3, seq=5, d_model=8, heads=1, d_ff=16, norm_first=True), seed=9505),
+    Case("h-post-ln-stack-4", 1.0, "forward",
+         lambda s: layer_inputs(s, batch=4, seq=7, d_model=16, heads=4, d_ff=32, layers=4, mask=True), seed=9506),
+    Case("h-pre-ln-stack-3", 1.0, "forward",
+         lambda s: layer_inputs(s, batch=2, seq=8, d_model=16, heads=2, d_ff=48, layers=3, norm_first=True,
+                                mask=True), seed=9507),
+    Case("h-gradients-pre-ln-stack", 1.0, "gradients",
+         lambda s: layer_inputs(s, batch=2, seq=5, d_model=12, heads=3, layers=2, norm_first=True, mask=True),
+         seed=9508),
+    Case("h-float64-post-ln-stack", 1.0, "forward",
+         lambda s: layer_inputs(s, batch=3, seq=4, d_model=12, heads=4, layers=2, mask=True, dtype=torch.float64),
+         seed=9509, rtol=1e-7, atol=1e-9),
+]

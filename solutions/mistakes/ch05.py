@@ -1,0 +1,104 @@
+"""Known-wrong variants of chapter 05, keyed like MISTAKES in tests/specs/ch05.py.
+
+Each is the reference with one mistake planted. A variant of LayerNorm or of the feed-forward network is
+also used by the EncoderLayer and Encoder of that variant, and a wrong EncoderLayer by its Encoder, so
+that every case sees the mistake where a learner's code would carry it. The variants call the
+reference's chapter 03 MultiHeadAttention.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from course_ref import encoder as ref
+
+PRE, POST = "pre", "post"
+
+
+def norm_class(dim: int = -1, unbiased: bool = False) -> type:
+    """A LayerNorm over axis ``dim``, with the unbiased variance when ``unbiased``."""
+    class WrongNorm(ref.LayerNorm):
+        def forward(self, x: Tensor) -> Tensor:
+            mean = x.mean(dim=dim, keepdim=True)
+            var = x.var(dim=dim, keepdim=True, unbiased=unbiased)
+            return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+    return WrongNorm
+
+
+class FFNNoReLU(ref.PositionwiseFeedForward):
+    def forward(self, x: Tensor) -> Tensor:
+        return self.linear2(self.dropout(self.linear1(x)))
+
+
+def layer_class(norm: type = ref.LayerNorm, ffn: type = ref.PositionwiseFeedForward, post: str = POST,
+                pre: str = PRE, pass_mask: bool = True) -> type:
+    """An EncoderLayer with the given parts; ``post`` is what norm_first=False computes, ``pre`` what
+    norm_first=True computes: "post", "pre", or the wrong orders "post_norm_then_add" (x + norm(f(x)))
+    and "pre_from_normed" (h = norm(x); h + f(h))."""
+    class WrongLayer(ref.EncoderLayer):
+        def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1,
+                     norm_first: bool = False) -> None:
+            super().__init__(d_model, num_heads, d_ff, dropout, norm_first)
+            self.ffn = ffn(d_model, d_ff, dropout)
+            self.norm1, self.norm2 = norm(d_model), norm(d_model)
+
+        def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+            mask = mask if pass_mask else None
+            attn = lambda h: self.dropout(self.self_attn(h, h, h, mask=mask))  # noqa: E731
+            ffn_ = lambda h: self.dropout(self.ffn(h))  # noqa: E731
+            form = pre if self.norm_first else post
+            for f, n in ((attn, self.norm1), (ffn_, self.norm2)):
+                if form == POST:
+                    x = n(x + f(x))
+                elif form == PRE:
+                    x = x + f(n(x))
+                elif form == "post_norm_then_add":
+                    x = x + n(f(x))
+                else:  # "pre_from_normed"
+                    h = n(x)
+                    x = h + f(h)
+            return x
+    return WrongLayer
+
+
+def encoder_class(layer: type, norm: type = ref.LayerNorm, final_norm: bool = True) -> type:
+    class WrongEncoder(ref.Encoder):
+        def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1,
+                     norm_first: bool = False) -> None:
+            super().__init__(num_layers, d_model, num_heads, d_ff, dropout, norm_first)
+            self.layers = torch.nn.ModuleList(layer(d_model, num_heads, d_ff, dropout, norm_first)
+                                              for _ in range(num_layers))
+            self.norm = norm(d_model) if norm_first else None
+
+        def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+            for module in self.layers:
+                x = module(x, mask=mask)
+            return self.norm(x) if self.norm is not None and final_norm else x
+    return WrongEncoder
+
+
+def variant(norm: type = ref.LayerNorm, final_norm: bool = True, **layer: object) -> dict[str, Callable]:
+    """The overrides of one variant: the classes that carry the mistake."""
+    wrong_layer = layer_class(norm=norm, **layer)
+    out: dict[str, Callable] = {"encoder.EncoderLayer": wrong_layer,
+                                "encoder.Encoder": encoder_class(wrong_layer, norm, final_norm)}
+    if norm is not ref.LayerNorm:
+        out["encoder.LayerNorm"] = norm
+    if layer.get("ffn") is not None:
+        out["encoder.PositionwiseFeedForward"] = layer["ffn"]
+    return out
+
+
+VARIANTS: dict[str, dict[str, Callable]] = {
+    "pre_ln_for_post_ln": variant(post=PRE),
+    "post_ln_for_pre_ln": variant(pre=POST),
+    "norm_wrong_axis": variant(norm=norm_class(dim=-2)),
+    "unbiased_variance": variant(norm=norm_class(unbiased=True)),
+    "post_ln_norm_before_residual": variant(post="post_norm_then_add"),
+    "pre_ln_residual_from_normed": variant(pre="pre_from_normed"),
+    "ffn_no_relu": variant(ffn=FFNNoReLU),
+    "mask_not_passed": variant(pass_mask=False),
+    "pre_ln_no_final_norm": variant(final_norm=False),
+}

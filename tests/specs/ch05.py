@@ -1,0 +1,247 @@
+"""Chapter 05 checks: LayerNorm, PositionwiseFeedForward, EncoderLayer (Post-LN and Pre-LN) and Encoder.
+
+Each case builds your module with the reference's weights (saved with the inputs, so nothing depends on
+your initialisation), in evaluation mode, and loads them by parameter name (``self_attn.w_q.weight``,
+``ffn.linear1.bias``, ``norm2.weight``, ``layers.1.norm1.bias``, ``norm.weight`` ...): the names are part
+of the contract. Public cases use the seeds below; the grader adds hidden cases with other seeds and
+shapes. Expected outputs come from the reference (tests/reference/ch05.pt).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
+
+CHAPTER = "05"
+TITLE = "Encoder"
+MODULES = ["encoder.py"]  # the learner's files this chapter grades
+REQUIRES = ["03"]         # the encoder layer's self-attention is chapter 03's MultiHeadAttention (on 02's attention)
+
+P = "p:"  # prefix of the inputs that are parameters, e.g. "p:self_attn.w_q.weight"
+
+
+# ---------------------------------------------------------------- inputs (deterministic by seed)
+def _padding(batch: int, seq: int) -> Tensor:
+    """A padding mask (batch, 1, 1, seq), True = a real token, a different length per sequence (>= 2)."""
+    lengths = seq - torch.arange(batch) % (seq - 1)                      # (batch,) seq, seq - 1, ...
+    keep = torch.arange(seq)[None, :] < torch.roll(lengths, 1)[:, None]  # (batch, seq)
+    return keep[:, None, None, :]                                        # (batch, 1, 1, seq)
+
+
+def norm_inputs(seed: int, shape: tuple[int, ...] = (2, 5, 16), eps: float = 1e-5, shift: float = 0.0,
+                scale: float = 1.0, dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    """x of ``shape`` (last axis d_model) with mean ``shift`` and spread ``scale``, a gain and a shift."""
+    g = torch.Generator().manual_seed(seed)
+    d = shape[-1]
+    x = shift + scale * torch.randn(*shape, generator=g, dtype=dtype)   # (..., d_model)
+    return {"x": x, f"{P}weight": 1 + 0.5 * torch.randn(d, generator=g, dtype=dtype),
+            f"{P}bias": 0.5 * torch.randn(d, generator=g, dtype=dtype), "eps": torch.tensor(eps, dtype=torch.float64)}
+
+
+def _linear(g: torch.Generator, name: str, d_in: int, d_out: int, dtype: torch.dtype) -> dict[str, Tensor]:
+    return {f"{P}{name}.weight": torch.randn(d_out, d_in, generator=g, dtype=dtype) / d_in ** 0.5,
+            f"{P}{name}.bias": 0.1 * torch.randn(d_out, generator=g, dtype=dtype)}
+
+
+def _norm(g: torch.Generator, name: str, d: int, dtype: torch.dtype) -> dict[str, Tensor]:
+    return {f"{P}{name}.weight": 1 + 0.2 * torch.randn(d, generator=g, dtype=dtype),
+            f"{P}{name}.bias": 0.1 * torch.randn(d, generator=g, dtype=dtype)}
+
+
+def ffn_inputs(seed: int, batch: int = 2, seq: int = 5, d_model: int = 12, d_ff: int = 24,
+               dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    inputs = {"x": torch.randn(batch, seq, d_model, generator=g, dtype=dtype), "d_ff": torch.tensor(d_ff)}
+    inputs.update(_linear(g, "linear1", d_model, d_ff, dtype))
+    inputs.update(_linear(g, "linear2", d_ff, d_model, dtype))
+    return inputs
+
+
+def _layer(g: torch.Generator, prefix: str, d_model: int, d_ff: int, dtype: torch.dtype) -> dict[str, Tensor]:
+    params: dict[str, Tensor] = {}
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        params.update(_linear(g, f"{prefix}self_attn.{name}", d_model, d_model, dtype))
+    params.update(_linear(g, f"{prefix}ffn.linear1", d_model, d_ff, dtype))
+    params.update(_linear(g, f"{prefix}ffn.linear2", d_ff, d_model, dtype))
+    params.update(_norm(g, f"{prefix}norm1", d_model, dtype))
+    params.update(_norm(g, f"{prefix}norm2", d_model, dtype))
+    return params
+
+
+def layer_inputs(seed: int, batch: int = 2, seq: int = 5, d_model: int = 12, heads: int = 3, d_ff: int = 24,
+                 norm_first: bool = False, layers: int | None = None, mask: bool = False,
+                 dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    """x (batch, seq, d_model), the weights of one EncoderLayer (``layers`` None) or of an Encoder of
+    ``layers`` layers (plus its final norm for Pre-LN), and with ``mask`` a padding mask (batch, 1, 1, seq)."""
+    g = torch.Generator().manual_seed(seed)
+    inputs = {"x": torch.randn(batch, seq, d_model, generator=g, dtype=dtype), "num_heads": torch.tensor(heads),
+              "d_ff": torch.tensor(d_ff), "norm_first": torch.tensor(norm_first)}
+    if layers is None:
+        inputs.update(_layer(g, "", d_model, d_ff, dtype))
+    else:
+        inputs["num_layers"] = torch.tensor(layers)
+        for i in range(layers):
+            inputs.update(_layer(g, f"layers.{i}.", d_model, d_ff, dtype))
+        if norm_first:
+            inputs.update(_norm(g, "norm", d_model, dtype))
+    if mask:
+        inputs["mask"] = _padding(batch, seq)
+    return inputs
+
+
+# ---------------------------------------------------------------- probes (they call your code)
+def _load(module: object, what: str, inputs: dict[str, Tensor]) -> nn.Module:
+    """``module`` in the inputs' dtype, in evaluation mode, holding the case's parameters (by name)."""
+    if not isinstance(module, nn.Module):
+        raise CheckFailure(f"{what} must be an nn.Module (class {what}(nn.Module))")
+    module = module.to(inputs["x"].dtype).eval()
+    params = dict(module.named_parameters())
+    with torch.no_grad():
+        for key, value in inputs.items():
+            if not key.startswith(P):
+                continue
+            name = key[len(P):]
+            if name not in params:
+                raise CheckFailure(f"{what} has no parameter {name}: the checks load their weights by these "
+                                   f"names, so keep the members of the docstring (found: "
+                                   f"{', '.join(params) or 'no parameters'})")
+            if params[name].shape != value.shape:
+                raise CheckFailure(f"{what}: parameter {name} has shape {tuple(params[name].shape)}, "
+                                   f"expected {tuple(value.shape)}")
+            params[name].copy_(value)
+    return module
+
+
+def _build_layer(impl, inputs: dict[str, Tensor]) -> nn.Module:
+    d_model = inputs["x"].shape[-1]
+    args = (d_model, int(inputs["num_heads"]), int(inputs["d_ff"]))
+    first = bool(inputs["norm_first"])
+    if "num_layers" in inputs:
+        return _load(impl.encoder.Encoder(int(inputs["num_layers"]), *args, dropout=0.1, norm_first=first),
+                     "Encoder", inputs)
+    return _load(impl.encoder.EncoderLayer(*args, dropout=0.1, norm_first=first), "EncoderLayer", inputs)
+
+
+def _run(module: nn.Module, inputs: dict[str, Tensor]) -> Tensor:
+    return module(inputs["x"], mask=inputs["mask"]) if "mask" in inputs else module(inputs["x"])
+
+
+def norm(impl, inputs: dict[str, Tensor]) -> Outputs:
+    module = impl.encoder.LayerNorm(inputs["x"].shape[-1], eps=float(inputs["eps"]))
+    return {"output": _load(module, "LayerNorm", inputs)(inputs["x"])}
+
+
+def norm_init(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """A fresh LayerNorm's parameters: weight ones and bias zeros, both nn.Parameter."""
+    module = impl.encoder.LayerNorm(inputs["x"].shape[-1])
+    out = {}
+    for name in ("weight", "bias"):
+        value = getattr(module, name, None)
+        if not isinstance(value, nn.Parameter):
+            raise CheckFailure(f"LayerNorm.{name} must be an nn.Parameter of shape (d_model,), so that it is "
+                               "learned (and found by module.parameters())")
+        out[name] = value.detach()
+    return out
+
+
+def ffn(impl, inputs: dict[str, Tensor]) -> Outputs:
+    module = impl.encoder.PositionwiseFeedForward(inputs["x"].shape[-1], int(inputs["d_ff"]), dropout=0.1)
+    return {"output": _load(module, "PositionwiseFeedForward", inputs)(inputs["x"])}
+
+
+def forward(impl, inputs: dict[str, Tensor]) -> Outputs:
+    return {"output": _run(_build_layer(impl, inputs), inputs)}
+
+
+def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """Backpropagate a fixed random weighting of the output to the input and to every parameter."""
+    g = torch.Generator().manual_seed(7)
+    module = _build_layer(impl, inputs)
+    inputs["x"].requires_grad_(True)
+    output = _run(module, inputs)
+    if not isinstance(output, Tensor) or not output.requires_grad:
+        raise CheckFailure("no gradient flows back from the output: did you detach, use .data, or go through numpy?")
+    (output * torch.randn(output.shape, generator=g, dtype=output.dtype)).sum().backward()
+    params = dict(module.named_parameters())
+    grads = {"grad_x": inputs["x"].grad}
+    grads.update({f"grad_{k[len(P):]}": params[k[len(P):]].grad for k in inputs if k.startswith(P)})
+    missing = [k for k, v in grads.items() if v is None]
+    if missing:
+        raise CheckFailure(f"no gradient reached {', '.join(missing)}: use every parameter, in torch operations")
+    return grads
+
+
+PROBES = {"norm": norm, "norm_init": norm_init, "ffn": ffn, "forward": forward, "gradients": gradients}
+
+# ---------------------------------------------------------------- the public cases (12 points)
+# PyTorch's ready-made counterparts of this chapter's components (fnmatch patterns on the parts of a name);
+# your own chapter 03 MultiHeadAttention (from .multihead import ...) is not one of them.
+READY_MADE = {"encoder.py": ["LayerNorm", "layer_norm", "native_layer_norm", "Transformer*", "MultiheadAttention",
+                             "multi_head_attention_forward", "scaled_dot_product_attention", "_scaled_dot_product_*"]}
+
+CASES = [
+    Case("LayerNorm starts as weight 1, bias 0", 0.5, "norm_init", lambda s: norm_inputs(s, shape=(3, 10)),
+         seed=501, about="weight = ones(d_model), bias = zeros(d_model), both nn.Parameter"),
+    Case("LayerNorm values (batch, seq, d_model)", 1.0, "norm", lambda s: norm_inputs(s), seed=502,
+         about="normalise each position over its 16 features, then scale by weight and shift by bias"),
+    Case("LayerNorm on (tokens, d_model), far from 0", 0.5, "norm",
+         lambda s: norm_inputs(s, shape=(7, 6), shift=40.0, scale=3.0), seed=503,
+         about="a 2-D input with mean 40: the mean is taken per row, over the last axis"),
+    Case("LayerNorm eps inside the square root", 0.5, "norm",
+         lambda s: norm_inputs(s, shape=(2, 4, 8), eps=0.1, scale=0.2), seed=504,
+         about="eps = 0.1 on rows whose variance is about 0.04: (x - mean) / sqrt(var + eps)"),
+    Case("feed-forward values", 1.0, "ffn", lambda s: ffn_inputs(s), seed=505,
+         about="linear1, ReLU, linear2 at every position; d_model 12, d_ff 24"),
+    Case("encoder layer, Post-LN", 1.5, "forward", lambda s: layer_inputs(s), seed=506,
+         about="norm_first=False, no mask: x = norm1(x + attn(x)); x = norm2(x + ffn(x))"),
+    Case("encoder layer, Post-LN, padding mask", 1.0, "forward",
+         lambda s: layer_inputs(s, batch=3, seq=6, mask=True), seed=507,
+         about="a padding mask (batch, 1, 1, seq), True = may attend, passed to the self-attention"),
+    Case("encoder layer, Pre-LN", 1.0, "forward", lambda s: layer_inputs(s, norm_first=True), seed=508,
+         about="norm_first=True, no mask: x = x + attn(norm1(x)); x = x + ffn(norm2(x))"),
+    Case("encoder layer, Pre-LN, padding mask", 1.0, "forward",
+         lambda s: layer_inputs(s, batch=3, seq=6, d_model=16, heads=4, norm_first=True, mask=True), seed=509,
+         about="Pre-LN with a padding mask (batch, 1, 1, seq)"),
+    Case("encoder of 3 layers, Post-LN, padding mask", 1.0, "forward",
+         lambda s: layer_inputs(s, batch=3, seq=5, layers=3, mask=True), seed=510,
+         about="Encoder: the layers in order, the mask given to each; no final norm (norm is None)"),
+    Case("encoder of 2 layers, Pre-LN, final norm", 1.0, "forward",
+         lambda s: layer_inputs(s, batch=2, seq=6, layers=2, norm_first=True, mask=True), seed=511,
+         about="Encoder with norm_first=True ends with its own LayerNorm, self.norm"),
+    Case("gradients reach the input and every parameter", 1.0, "gradients",
+         lambda s: layer_inputs(s, batch=2, seq=4, mask=True), seed=512,
+         about="backward through a Post-LN layer with a padding mask"),
+    Case("float64 in, float64 out", 0.5, "forward",
+         lambda s: layer_inputs(s, norm_first=True, mask=True, dtype=torch.float64), seed=513,
+         about="the dtype of the inputs is kept", rtol=1e-7, atol=1e-9),
+    ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made layer norm, encoder layer or attention "
+                                           "(read from the source, not run)"),
+]
+
+# ---------------------------------------------------------------- known mistakes and their messages
+MISTAKES = {
+    "pre_ln_for_post_ln": "With norm_first=False the layer computes Pre-LN, x + sublayer(norm(x)): the paper's layer "
+                          "(Post-LN) normalises after the residual sum, x = norm1(x + attn(x)), then "
+                          "x = norm2(x + ffn(x)). Branch on self.norm_first.",
+    "post_ln_for_pre_ln": "With norm_first=True the layer computes Post-LN, norm(x + sublayer(x)): Pre-LN normalises "
+                          "the sublayer's input only, x = x + attn(norm1(x)), then x = x + ffn(norm2(x)), and "
+                          "leaves the residual sum unnormalised. Branch on self.norm_first.",
+    "norm_wrong_axis": "LayerNorm takes its mean and variance over the wrong axis (the positions, dim=-2): take "
+                       "them over the last axis, the features of one position (dim=-1, keepdim=True).",
+    "unbiased_variance": "LayerNorm uses the unbiased variance (dividing by d_model - 1, the default of x.var() and "
+                         "x.std()): layer norm divides by d_model, as torch.nn.LayerNorm does; use "
+                         "((x - mean) ** 2).mean(-1, keepdim=True) or x.var(-1, unbiased=False, keepdim=True).",
+    "post_ln_norm_before_residual": "Post-LN with the norm on the sublayer's output before the residual, "
+                                    "x = x + norm1(attn(x)): the paper normalises the sum, "
+                                    "x = norm1(x + attn(x)) (and x = norm2(x + ffn(x))).",
+    "pre_ln_residual_from_normed": "Pre-LN whose residual starts from the normalised input, h = norm1(x); "
+                                   "x = h + attn(h): the residual must carry the un-normalised x, "
+                                   "x = x + attn(norm1(x)) (and x = x + ffn(norm2(x))).",
+    "ffn_no_relu": "The feed-forward network has no ReLU between its two linear layers, so it is one linear map: "
+                   "compute linear2(dropout(relu(linear1(x)))).",
+    "mask_not_passed": "The padding mask does not reach the self-attention, so real tokens attend to padding: "
+                       "call self.self_attn(x, x, x, mask=mask) (and in Encoder, give the mask to every layer).",
+    "pre_ln_no_final_norm": "The Pre-LN encoder does not apply its final norm: after the last layer, return "
+                            "self.norm(x) when norm_first=True (Post-LN layers already end with a norm).",
+}
