@@ -38,7 +38,7 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     >>> masked_mean(x, torch.tensor([[True, True, False]]))
     tensor([[2., 3.]])
     """
-    raise NotImplementedError("Chapter 08: implement masked_mean in course_lib/classifier.py (book chapter 08)")
+    raise NotImplementedError("Chapter 08: implement masked_mean in course_lib/classifier.py (book chapter 08, exercises/ch08_capstone)")
 
 
 class TransformerClassifier(nn.Module):
@@ -80,7 +80,7 @@ class TransformerClassifier(nn.Module):
         self.head = nn.Linear(d_model, num_classes)
 
     def encode(self, tokens: Tensor, mask: Tensor | None = None) -> Tensor:
-        raise NotImplementedError("Chapter 08: implement TransformerClassifier.encode in course_lib/classifier.py (book chapter 08)")
+        raise NotImplementedError("Chapter 08: implement TransformerClassifier.encode in course_lib/classifier.py (book chapter 08, exercises/ch08_capstone)")
 
     def forward(self, tokens: Tensor, mask: Tensor | None = None) -> Tensor:
-        raise NotImplementedError("Chapter 08: implement TransformerClassifier.forward in course_lib/classifier.py (book chapter 08)")
+        raise NotImplementedError("Chapter 08: implement TransformerClassifier.forward in course_lib/classifier.py (book chapter 08, exercises/ch08_capstone)")
