@@ -5,6 +5,10 @@
 - ``vocab``: ``CharVocab``, characters <-> ids, with ``<pad>`` = 0, ``<unk>``, ``<cls>``, ``<mask>``.
 - ``batching``: padded batches of encoded reviews, bucketed by length, for a loop or a DataLoader.
 - ``baselines``: majority class, naive Bayes, TF-IDF + logistic regression (scikit-learn).
+- ``models``: the LSTM classifier and the hook that builds your ``TransformerClassifier`` by name.
+- ``mlm``: masked-language-model pretraining: masking, loss, an LM head for any encoder, masked batches.
+- ``run``: the command ``course capstone {baselines,pretrain,finetune,evaluate,plot}``; ``report``: its
+  cached baselines, tables and plots. All training goes through ``course_lib.provided.training``.
 
 README.md beside this file tells what each does and the numbers measured on the shipped data.
 Nothing is imported here, so ``import course_lib.provided.capstone.data`` never loads scikit-learn.
