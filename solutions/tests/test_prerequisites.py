@@ -82,6 +82,14 @@ FULL_03 = [2.0, 1.0, 1.0]  # two public cases, one hidden
 REAL_03 = ("tests/specs/ch03.py", "tests/reference/ch03.pt", "tests/test_ch03_", "solutions/hidden/ch03.py",
            "solutions/mistakes/ch03.py", "solutions/course_ref/multihead.py", "course_lib/multihead.py",
            "solutions/source/ch03_", "exercises/ch03_", "book/03_")
+# The course's chapter 05 (the encoder) requires the real chapter 03, so it leaves the copy with it.
+REAL_05 = ("tests/specs/ch05.py", "tests/reference/ch05.pt", "tests/test_ch05_", "solutions/hidden/ch05.py",
+           "solutions/mistakes/ch05.py", "solutions/course_ref/encoder.py", "course_lib/encoder.py",
+           "solutions/source/ch05_", "exercises/ch05_", "book/05_")
+# The capstone (chapter 08) requires chapters 04 and 05, so it leaves the copy with 05.
+REAL_08 = ("tests/specs/ch08.py", "tests/reference/ch08.pt", "tests/test_ch08_", "solutions/hidden/ch08.py",
+           "solutions/mistakes/ch08", "solutions/course_ref/classifier.py", "course_lib/classifier.py",
+           "solutions/source/ch08_", "exercises/ch08_", "book/08_", "solutions/tests/test_ch08_")
 
 
 def tracked(root: Path) -> list[str]:
@@ -94,8 +102,8 @@ def tracked(root: Path) -> list[str]:
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fixture") / "repo"
     for rel in tracked(REPO_ROOT):
-        if rel.startswith(REAL_03):
-            continue  # the fixture chapter 03 takes the place of the course's own
+        if rel.startswith(REAL_03 + REAL_05 + REAL_08):
+            continue  # the fixture chapter 03 takes the place of the course's own, and 05 and 08 built on it
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / rel, root / rel)
     (root / "tests" / "specs" / "ch03.py").write_text(SPEC_03)
