@@ -2,7 +2,7 @@
 
 Learners:    course check ch02 [--json]     run the public checks on your course_lib
              course submit ch02             pack your notebook and course_lib for the instructor
-             course capstone finetune --quick   train the capstone's classifier (course capstone --help)
+             course capstone finetune --quick   train the capstone's classifier (see course capstone -h)
 Instructors: course release | refs | grade  (tools in solutions/course_admin, not shipped to learners)
 """
 from __future__ import annotations

@@ -213,6 +213,9 @@ def test_two_processes_match_one_on_the_same_global_batch(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr[-3000:]
     _, state = latest_checkpoint(tmp_path / "checkpoints")
     assert len(state["rng"]) == 2  # two ranks saved their generators: it really ran twice
+    seen = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    for rows_0, rows_1 in zip(*seen):  # each step: half of the global batch each, never the same row
+        assert len(rows_0) == len(rows_1) == 4 and not set(rows_0) & set(rows_1)
     alone = tiny_train(tiny_model(dropout=0.0), steps=4).model  # one process, the whole batch of 8
     for name, weight in alone.state_dict().items():
         torch.testing.assert_close(state["model"][name], weight, rtol=0, atol=1e-6)
@@ -253,5 +256,19 @@ def test_course_capstone_quick_lstm_end_to_end(tmp_path: Path, capsys: pytest.Ca
     assert "chapter 08 not implemented yet" in capsys.readouterr().err
 
 
+def _worker(out: Path) -> None:
+    """One rank of the two-process test: train, and record the rows of each batch it computed."""
+    rows: list[list[float]] = []
+
+    def recording_loss(net: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, int]:
+        rows.append(batch[0][:, 0].tolist())
+        return tiny_loss(net, batch)
+
+    config = TrainConfig(steps=4, lr=0.05, checkpoint_every=2, progress=False)
+    train(tiny_model(dropout=0.0), recording_loss, tiny_batches, config, schedule=warmup_cosine(2, 4), out=out,
+          device="cpu")
+    (out / f"rank{os.environ['RANK']}.json").write_text(json.dumps(rows))
+
+
 if __name__ == "__main__":  # torchrun's worker for test_two_processes_match_one_on_the_same_global_batch
-    tiny_train(tiny_model(dropout=0.0), steps=4, out=Path(sys.argv[1]))
+    _worker(Path(sys.argv[1]))

@@ -7,8 +7,9 @@
 - ``baselines``: majority class, naive Bayes, TF-IDF + logistic regression (scikit-learn).
 - ``models``: the LSTM classifier and the hook that builds your ``TransformerClassifier`` by name.
 - ``mlm``: masked-language-model pretraining: masking, loss, an LM head for any encoder, masked batches.
-- ``run``: the command ``course capstone {baselines,pretrain,finetune,evaluate,plot}``; ``report``: its
-  cached baselines, tables and plots. All training goes through ``course_lib.provided.training``.
+- ``run``: the command ``course capstone {baselines,pretrain,finetune,evaluate,plot}``; ``stages``: its
+  fine-tuning and pretraining runs; ``report``: its cached baselines, tables and plots. All training
+  goes through ``course_lib.provided.training``.
 
 README.md beside this file tells what each does and the numbers measured on the shipped data.
 Nothing is imported here, so ``import course_lib.provided.capstone.data`` never loads scikit-learn.
