@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.provided.layout import REPO_ROOT
+from course_lib.provided.layout import LAYOUT, REPO_ROOT, chapter_facts, prerequisites
 
 REFERENCE_02 = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
 SCALE = next(line.split("#")[0].strip() for line in REFERENCE_02.splitlines() if "/ math.sqrt(" in line)
@@ -78,14 +78,18 @@ def attend_twice(x: Tensor) -> Tensor:
     ### END SOLUTION
 '''
 FULL_03 = [2.0, 1.0, 1.0]  # two public cases, one hidden
-# The course's own chapter 03 (multi-head attention), left out of the copy: the fixture replaces it.
-REAL_03 = ("tests/specs/ch03.py", "tests/reference/ch03.pt", "tests/test_ch03_", "solutions/hidden/ch03.py",
-           "solutions/mistakes/ch03.py", "solutions/course_ref/multihead.py", "course_lib/multihead.py",
-           "solutions/source/ch03_", "exercises/ch03_", "book/03_")
-# The course's chapter 05 (the encoder) requires the real chapter 03, so it leaves the copy with it.
-REAL_05 = ("tests/specs/ch05.py", "tests/reference/ch05.pt", "tests/test_ch05_", "solutions/hidden/ch05.py",
-           "solutions/mistakes/ch05.py", "solutions/course_ref/encoder.py", "course_lib/encoder.py",
-           "solutions/source/ch05_", "exercises/ch05_", "book/05_")
+def real_chapter_files(number: str) -> tuple[str, ...]:
+    """Path prefixes of the course's own chapter ``number``, in every part (found by its number)."""
+    facts = chapter_facts(number)
+    return (f"tests/specs/ch{number}.py", f"tests/reference/ch{number}.pt", f"tests/test_ch{number}_",
+            f"solutions/hidden/ch{number}.py", f"solutions/mistakes/ch{number}", f"solutions/source/ch{number}_",
+            f"exercises/ch{number}_", f"book/{number}_", f"solutions/tests/test_ch{number}_",
+            *(f"solutions/course_ref/{m}" for m in facts.modules), *(f"course_lib/{m}" for m in facts.modules))
+
+
+# The course's own chapter 03 (multi-head attention) is left out of the copy: the fixture replaces it.
+# So is every chapter built on it, directly or not (05 on 03, 06 on 05, ...): they need the real one.
+LEFT_OUT = tuple(p for n in LAYOUT.chapters() if n == "03" or "03" in prerequisites(n) for p in real_chapter_files(n))
 
 
 def tracked(root: Path) -> list[str]:
@@ -98,8 +102,8 @@ def tracked(root: Path) -> list[str]:
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fixture") / "repo"
     for rel in tracked(REPO_ROOT):
-        if rel.startswith(REAL_03 + REAL_05):
-            continue  # the fixture chapter 03 takes the place of the course's own, and 05 built on it
+        if rel.startswith(LEFT_OUT):
+            continue  # the fixture chapter 03 takes the place of the course's own and what builds on it
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / rel, root / rel)
     (root / "tests" / "specs" / "ch03.py").write_text(SPEC_03)

@@ -1,0 +1,33 @@
+"""Hidden cases of chapter 08: the spec's own input makers on other seeds and shapes.
+
+Learners never receive this file; the grader adds these cases after the public ones and reports them
+only as "hidden case N" with a redacted message (no inputs, shapes or values).
+"""
+from __future__ import annotations
+
+import torch
+
+from course_lib.provided.chapters import load_spec
+from course_lib.provided.checking import Case
+
+_spec = load_spec("08")
+pool_inputs, model_inputs = _spec.pool_inputs, _spec.model_inputs
+
+CASES = [
+    Case("h-pool-long", 1.0, "pool", lambda s: pool_inputs(s, batch=5, seq=11, d_model=12), seed=9801),
+    Case("h-pool-empty-rows-float64", 1.0, "pool",
+         lambda s: pool_inputs(s, batch=2, seq=4, d_model=6, empty_row=True, dtype=torch.float64), seed=9802,
+         rtol=1e-7, atol=1e-9),
+    Case("h-no-layers-wide", 1.0, "logits", lambda s: model_inputs(s, d_model=32, layers=0, padded=False, classes=3),
+         seed=9803),
+    Case("h-post-ln-pad-id-3", 1.0, "logits",
+         lambda s: model_inputs(s, batch=4, seq=10, vocab_size=20, pad_id=3, layers=3), seed=9804),
+    Case("h-pre-ln-one-head", 1.0, "logits",
+         lambda s: model_inputs(s, batch=2, seq=6, d_model=8, heads=1, d_ff=16, norm_first=True), seed=9805),
+    Case("h-attention-pre-ln", 1.0, "attention_ignores_padding",
+         lambda s: model_inputs(s, batch=3, seq=5, norm_first=True, extra=9), seed=9806),
+    Case("h-invariance-pad-id-1", 1.0, "padding_invariance",
+         lambda s: model_inputs(s, batch=5, seq=6, pad_id=1, extra=3), seed=9807),
+    Case("h-empty-row-pre-ln", 1.0, "logits",
+         lambda s: model_inputs(s, batch=3, seq=5, norm_first=True, empty_row=True), seed=9808),
+]
