@@ -151,6 +151,8 @@ def main() -> int:
     if job.get("audit"):
         sys.addaudithook(_audit([BOX, job["python_prefix"], job["site_packages"]]))
 
+    send(job["ready_index"], {"kind": "ready"})  # setup done: from here on, learner code runs
+
     class _Case:  # run_probe needs only .probe
         def __init__(self, probe: str) -> None:
             self.probe = probe

@@ -31,6 +31,11 @@ from .verdict import decode, describe_exit, judge_case, zero_rows
 
 CHILD = Path(__file__).resolve().parent / "child.py"
 MAX_RESTARTS = 3
+READY_INDEX = 999  # the child's first frame: its setup (specs, inputs) is done, no learner code has run yet
+
+
+class GraderError(RuntimeError):
+    """The grader's own part failed (a spec that does not load in the sandbox): not the learner's fault."""
 RESULT_MAX_BYTES = 16 * 1024**2
 
 
@@ -112,16 +117,23 @@ def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, wor
 
 
 def _write_job(box: Path, segments: list[Segment], opts: Options) -> None:
+    """The child, the inputs, and the specs where ``course_lib.provided`` looks for them (``tests/specs``):
+    those of the run's chapters and of every chapter they build on, since a spec may use an earlier
+    one's helpers (``load_spec("05")``)."""
     shutil.copy2(CHILD, box / "_grader_child.py")
     (box / "out").mkdir()
+    specs = box / "tests" / "specs"
+    specs.mkdir(parents=True)
+    for number in {n for seg in segments for n in [*seg.chapter.prereqs, seg.chapter.number]}:
+        shutil.copy2(LAYOUT.spec(number), specs / f"ch{number}.py")
     _, prefix, site = sandbox.python_paths()
     job = {"site_packages": str(site), "python_prefix": str(prefix), "output_cap": 1024**2,
-           "audit": opts.isolation == "rlimits", "chapters": []}
+           "audit": opts.isolation == "rlimits", "ready_index": READY_INDEX, "chapters": []}
     for seg in segments:
         number = seg.chapter.number
-        shutil.copy2(LAYOUT.spec(number), box / f"spec_ch{number}.py")
         shutil.copy2(seg.chapter.inputs_file, box / f"inputs_ch{number}.pt")
-        job["chapters"].append({"chapter": number, "spec": f"spec_ch{number}.py", "inputs": f"inputs_ch{number}.pt",
+        job["chapters"].append({"chapter": number, "spec": f"tests/specs/ch{number}.py",
+                                "inputs": f"inputs_ch{number}.pt",
                                 "cases": [{"index": seg.first + g.index, "local": g.index, "probe": g.case.probe}
                                           for g in seg.chapter.cases]})
     (box / "job.json").write_text(json.dumps(job))
@@ -165,6 +177,9 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) ->
         gap = next((i for i in range(start, n) if i not in done), None)
         if gap is None:
             break
+        if READY_INDEX not in done:  # it ended before any learner code could run: the grader's fault
+            tail = log.read_text(errors="replace").strip()[-300:] if log.is_file() else ""
+            raise GraderError(f"the grading child could not start ({describe_exit(result.returncode)}): {tail}")
         seg = next(s for s in segments if s.first <= gap < s.end)
         if result.timed_out:
             messages[gap] = (f"did not finish within the time limit ({budget:g} s per chapter); "

@@ -152,3 +152,25 @@ def test_a_submission_of_the_whole_course_is_graded_on_every_chapter(tmp_path: P
     for number in every[:-1]:
         assert got[("vic", number)][0] == got[("vic", number)][1], (number, got)
     assert got[("vic", every[-1])][0] == 0
+
+
+def test_a_spec_that_cannot_load_in_the_sandbox_is_the_graders_failure(tmp_path: Path, monkeypatch) -> None:
+    """The child says "ready" before any learner code runs; a child that dies before that (here a spec
+    that raises when loaded) is the grader's failure (retried next run), never a 0 for the learner."""
+    from course_admin import grade, sandbox, sandboxed
+    from course_admin.rows import Options
+    from course_admin.submissions import Reader
+
+    write_folder(tmp_path / "zoe", FILES["02"])
+    real = sandboxed._write_job
+
+    def broken(box: Path, segments, opts) -> None:
+        real(box, segments, opts)
+        (box / "tests" / "specs" / "ch02.py").write_text("raise RuntimeError('a spec that needs a missing file')\n")
+
+    monkeypatch.setattr(sandboxed, "_write_job", broken)
+    opts = Options(isolation=sandbox.detect(), timeout_s=60, notebooks=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    with pytest.raises(sandboxed.GraderError, match="(?s)could not start.*a spec that needs a missing file"):
+        grade.course_lib_rows(Reader(tmp_path / "zoe"), ["02"], opts, work)
