@@ -1,0 +1,42 @@
+"""Hidden cases of chapter 06: the spec's own input makers on other seeds and shapes.
+
+Learners never receive this file; the grader adds these cases after the public ones and reports them
+only as "hidden case N" with a redacted message (no inputs, shapes or values).
+"""
+from __future__ import annotations
+
+import torch
+
+from course_lib.provided.chapters import load_spec
+from course_lib.provided.checking import Case
+
+_spec = load_spec("06")
+mask_inputs, decoder_inputs, model_inputs = _spec.mask_inputs, _spec.decoder_inputs, _spec.model_inputs
+fully_masked_rows = _spec.fully_masked_rows  # the rows of a target padded at the start: not graded
+
+CASES = [
+    Case("h-padding-pad-3", 1.0, "padding", lambda s: mask_inputs(s, batch=4, seq=8, vocab=12, pad_id=3), seed=9601),
+    Case("h-causal-1-and-9", 1.0, "causal", lambda s: mask_inputs(s, seq=9), seed=9602),
+    Case("h-target-long", 1.0, "target", lambda s: mask_inputs(s, batch=4, seq=9, pad_id=5), seed=9603),
+    Case("h-post-ln-8-heads-masks", 1.0, "decoder",
+         lambda s: decoder_inputs(s, batch=2, tgt_seq=7, src_seq=9, d_model=32, heads=8, d_ff=64, tgt_mask="target",
+                                  memory_mask=True), seed=9604),
+    Case("h-pre-ln-one-head-causal", 1.0, "decoder",
+         lambda s: decoder_inputs(s, batch=3, tgt_seq=4, src_seq=6, d_model=8, heads=1, d_ff=16, norm_first=True),
+         seed=9605),
+    Case("h-equal-lengths-memory-mask", 1.0, "decoder",
+         lambda s: decoder_inputs(s, batch=4, tgt_seq=5, src_seq=5, tgt_mask="causal", memory_mask=True), seed=9606),
+    Case("h-pre-ln-stack-3-left-padded", 1.0, "decoder",
+         lambda s: decoder_inputs(s, batch=3, tgt_seq=6, src_seq=5, d_model=16, heads=4, layers=3, norm_first=True,
+                                  tgt_mask="left", memory_mask=True), seed=9607, ignore=fully_masked_rows),
+    Case("h-gradients-pre-ln-stack", 1.0, "gradients",
+         lambda s: decoder_inputs(s, batch=2, tgt_seq=4, src_seq=6, layers=2, norm_first=True, tgt_mask="target",
+                                  memory_mask=True), seed=9608),
+    Case("h-transformer-pre-ln-pad-1", 1.0, "model",
+         lambda s: model_inputs(s, batch=3, src_seq=6, tgt_seq=8, src_vocab=9, tgt_vocab=7, pad_id=1,
+                                norm_first=True), seed=9609),
+    Case("h-future-leak-long", 1.0, "future", lambda s: model_inputs(s, batch=3, src_seq=5, tgt_seq=9, layers=3),
+         seed=9610),
+    Case("h-transformer-float64", 1.0, "model", lambda s: model_inputs(s, dtype=torch.float64), seed=9611,
+         rtol=1e-7, atol=1e-9),
+]

@@ -1,0 +1,335 @@
+"""Chapter 06 checks: padding_mask, causal_mask, target_mask; DecoderLayer and Decoder; Transformer.
+
+Each case builds your module with the reference's weights (saved with the inputs, so nothing depends on
+your initialisation), in evaluation mode, and loads them by parameter name (``self_attn.w_q.weight``,
+``cross_attn.w_k.bias``, ``norm3.weight``, ``layers.1.ffn.linear1.weight``, ``decoder.norm.bias``,
+``generator.weight`` ...): the names are part of the contract. Masks are bool, True = may attend.
+Public cases use the seeds below; the grader adds hidden cases with other seeds and shapes. Expected
+outputs come from the reference (tests/reference/ch06.pt).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from course_lib.provided.chapters import load_spec
+from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
+
+CHAPTER = "06"
+TITLE = "Decoder and masks"
+MODULES = ["masks.py", "decoder.py", "transformer.py"]  # the learner's files this chapter grades
+REQUIRES = ["04", "05"]  # TokenEmbedding and PositionalEncoding (04); LayerNorm, FFN, Encoder (05, on 03 and 02)
+
+_ch05 = load_spec("05")  # chapter 05's makers of linear and norm weights, and its loader of parameters by name
+_linear, _norm = _ch05._linear, _ch05._norm
+P = _ch05.P  # prefix of the inputs that are parameters, e.g. "p:cross_attn.w_q.weight"
+
+
+# ---------------------------------------------------------------- inputs (deterministic by seed)
+def _tokens(g: torch.Generator, batch: int, seq: int, vocab: int, pad_id: int, left: bool = False) -> Tensor:
+    """Token ids (batch, seq) in 0 .. vocab - 1 without pad_id, then padded: sequence b has seq - b % (seq - 1)
+    real tokens (the first one is full), padded at the end (at the start with ``left``)."""
+    ids = torch.randint(0, vocab - 1, (batch, seq), generator=g)
+    ids = ids + (ids >= pad_id).long()                                   # (batch, seq) skip pad_id
+    lengths = seq - torch.arange(batch) % (seq - 1)                      # (batch,) seq, seq - 1, ...
+    pos = torch.arange(seq)[None, :]                                     # (1, seq)
+    real = pos >= seq - lengths[:, None] if left else pos < lengths[:, None]  # (batch, seq)
+    return torch.where(real, ids, torch.full_like(ids, pad_id))
+
+
+def mask_inputs(seed: int, batch: int = 3, seq: int = 6, vocab: int = 10, pad_id: int = 0) -> dict[str, Tensor]:
+    """tokens (batch, seq) padded at the end, a different number of pads per sequence, and pad_id."""
+    g = torch.Generator().manual_seed(seed)
+    return {"tokens": _tokens(g, batch, seq, vocab, pad_id), "pad_id": torch.tensor(pad_id), "n": torch.tensor(seq)}
+
+
+def _layer(g: torch.Generator, prefix: str, d_model: int, d_ff: int, dtype: torch.dtype,
+           cross: bool = True) -> dict[str, Tensor]:
+    """The parameters of one decoder layer (``cross``) or encoder layer, named from ``prefix``."""
+    params: dict[str, Tensor] = {}
+    for attn in ("self_attn", "cross_attn") if cross else ("self_attn",):
+        for name in ("w_q", "w_k", "w_v", "w_o"):
+            params.update(_linear(g, f"{prefix}{attn}.{name}", d_model, d_model, dtype))
+    params.update(_linear(g, f"{prefix}ffn.linear1", d_model, d_ff, dtype))
+    params.update(_linear(g, f"{prefix}ffn.linear2", d_ff, d_model, dtype))
+    for i in (1, 2, 3) if cross else (1, 2):
+        params.update(_norm(g, f"{prefix}norm{i}", d_model, dtype))
+    return params
+
+
+def decoder_inputs(seed: int, batch: int = 2, tgt_seq: int = 5, src_seq: int = 7, d_model: int = 12,
+                   heads: int = 3, d_ff: int = 24, norm_first: bool = False, layers: int | None = None,
+                   tgt_mask: str | None = "causal", memory_mask: bool = False,
+                   dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    """x (batch, tgt_seq, d_model), memory (batch, src_seq, d_model), the weights of one DecoderLayer
+    (``layers`` None) or of a Decoder of ``layers`` layers (plus its final norm for Pre-LN), and masks:
+    ``tgt_mask`` None, "causal" ((tgt_seq, tgt_seq)), "target" ((batch, 1, tgt_seq, tgt_seq), padded at the
+    end) or "left" (a target padded at the start, so that a query row can be fully masked);
+    ``memory_mask`` a padding mask of the source (batch, 1, 1, src_seq)."""
+    g = torch.Generator().manual_seed(seed)
+    inputs = {"x": torch.randn(batch, tgt_seq, d_model, generator=g, dtype=dtype),
+              "memory": torch.randn(batch, src_seq, d_model, generator=g, dtype=dtype),
+              "num_heads": torch.tensor(heads), "d_ff": torch.tensor(d_ff), "norm_first": torch.tensor(norm_first)}
+    if layers is None:
+        inputs.update(_layer(g, "", d_model, d_ff, dtype))
+    else:
+        inputs["num_layers"] = torch.tensor(layers)
+        for i in range(layers):
+            inputs.update(_layer(g, f"layers.{i}.", d_model, d_ff, dtype))
+        if norm_first:
+            inputs.update(_norm(g, "norm", d_model, dtype))
+    causal = torch.tril(torch.ones(tgt_seq, tgt_seq, dtype=torch.bool))          # (tgt_seq, tgt_seq)
+    if tgt_mask == "causal":
+        inputs["tgt_mask"] = causal
+    elif tgt_mask in ("target", "left"):
+        keep = _tokens(g, batch, tgt_seq, 5, 0, left=tgt_mask == "left") != 0      # (batch, tgt_seq)
+        inputs["tgt_mask"] = keep[:, None, None, :] & causal                     # (batch, 1, tgt_seq, tgt_seq)
+    if memory_mask:
+        inputs["memory_mask"] = (_tokens(g, batch, src_seq, 5, 0) != 0)[:, None, None, :]  # (batch, 1, 1, src_seq)
+    return inputs
+
+
+def model_inputs(seed: int, batch: int = 2, src_seq: int = 7, tgt_seq: int = 5, src_vocab: int = 11,
+                 tgt_vocab: int = 13, d_model: int = 16, heads: int = 4, d_ff: int = 32, layers: int = 2,
+                 pad_id: int = 0, norm_first: bool = False, dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+    """src (batch, src_seq) and tgt (batch, tgt_seq) token ids padded at the end, the sizes of a small
+    TransformerConfig, all its weights, and ``changed_at``: a target position to perturb."""
+    g = torch.Generator().manual_seed(seed)
+    inputs = {"src": _tokens(g, batch, src_seq, src_vocab, pad_id), "tgt": _tokens(g, batch, tgt_seq, tgt_vocab, pad_id),
+              "src_vocab": torch.tensor(src_vocab), "tgt_vocab": torch.tensor(tgt_vocab),
+              "d_model": torch.tensor(d_model), "num_heads": torch.tensor(heads), "d_ff": torch.tensor(d_ff),
+              "num_layers": torch.tensor(layers), "pad_id": torch.tensor(pad_id),
+              "norm_first": torch.tensor(norm_first), "changed_at": torch.tensor(tgt_seq // 2)}
+    inputs[f"{P}src_embed.embedding.weight"] = torch.randn(src_vocab, d_model, generator=g, dtype=dtype) / d_model ** 0.5
+    inputs[f"{P}tgt_embed.embedding.weight"] = torch.randn(tgt_vocab, d_model, generator=g, dtype=dtype) / d_model ** 0.5
+    for i in range(layers):
+        inputs.update(_layer(g, f"encoder.layers.{i}.", d_model, d_ff, dtype, cross=False))
+        inputs.update(_layer(g, f"decoder.layers.{i}.", d_model, d_ff, dtype))
+    if norm_first:
+        inputs.update(_norm(g, "encoder.norm", d_model, dtype))
+        inputs.update(_norm(g, "decoder.norm", d_model, dtype))
+    inputs.update(_linear(g, "generator", d_model, tgt_vocab, dtype))
+    return inputs
+
+
+def fully_masked_rows(inputs: dict[str, Tensor]) -> dict[str, Tensor]:
+    """The output rows whose tgt_mask row is all False (not graded; they must still be finite)."""
+    return {"output": ~inputs["tgt_mask"].any(-1)[:, 0, :, None]}      # (batch, tgt_seq, 1)
+
+
+def config_inputs(seed: int, vocab: int = 9, d_model: int = 8) -> dict[str, Tensor]:
+    """The sizes for the configuration checks (nothing random)."""
+    return {"vocab": torch.tensor(vocab), "d_model": torch.tensor(d_model)}
+
+
+# ---------------------------------------------------------------- probes (they call your code)
+def _load(module: object, what: str, inputs: dict[str, Tensor], dtype: torch.dtype) -> nn.Module:
+    """``module`` in ``dtype``, in evaluation mode, holding the case's parameters (by name): chapter 05's loader."""
+    return _ch05._load(module, what, {**inputs, "x": torch.empty(0, dtype=dtype)})
+
+
+def padding(impl, inputs: dict[str, Tensor]) -> Outputs:
+    return {"mask": impl.masks.padding_mask(inputs["tokens"], int(inputs["pad_id"]))}
+
+
+def causal(impl, inputs: dict[str, Tensor]) -> Outputs:
+    return {"mask": impl.masks.causal_mask(int(inputs["n"]), device="cpu")}
+
+
+def target(impl, inputs: dict[str, Tensor]) -> Outputs:
+    return {"mask": impl.masks.target_mask(inputs["tokens"], int(inputs["pad_id"]))}
+
+
+def _build_decoder(impl, inputs: dict[str, Tensor]) -> nn.Module:
+    d_model = inputs["x"].shape[-1]
+    args = (d_model, int(inputs["num_heads"]), int(inputs["d_ff"]))
+    first = bool(inputs["norm_first"])
+    if "num_layers" in inputs:
+        module = impl.decoder.Decoder(int(inputs["num_layers"]), *args, dropout=0.1, norm_first=first)
+        return _load(module, "Decoder", inputs, inputs["x"].dtype)
+    module = impl.decoder.DecoderLayer(*args, dropout=0.1, norm_first=first)
+    return _load(module, "DecoderLayer", inputs, inputs["x"].dtype)
+
+
+def _decode(module: nn.Module, inputs: dict[str, Tensor]) -> Tensor:
+    return module(inputs["x"], inputs["memory"], tgt_mask=inputs.get("tgt_mask"),
+                  memory_mask=inputs.get("memory_mask"))
+
+
+def decoder_forward(impl, inputs: dict[str, Tensor]) -> Outputs:
+    return {"output": _decode(_build_decoder(impl, inputs), inputs)}
+
+
+def decoder_gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """Backpropagate a fixed random weighting of the output to x, memory and every parameter."""
+    g = torch.Generator().manual_seed(7)
+    module = _build_decoder(impl, inputs)
+    inputs["x"].requires_grad_(True)
+    inputs["memory"].requires_grad_(True)
+    output = _decode(module, inputs)
+    if not isinstance(output, Tensor) or not output.requires_grad:
+        raise CheckFailure("no gradient flows back from the output: did you detach, use .data, or go through numpy?")
+    (output * torch.randn(output.shape, generator=g, dtype=output.dtype)).sum().backward()
+    params = dict(module.named_parameters())
+    grads = {"grad_x": inputs["x"].grad, "grad_memory": inputs["memory"].grad}
+    grads.update({f"grad_{k[len(P):]}": params[k[len(P):]].grad for k in inputs if k.startswith(P)})
+    missing = [k for k, v in grads.items() if v is None]
+    if missing:
+        raise CheckFailure(f"no gradient reached {', '.join(missing)}: use every parameter, and memory in the "
+                           "cross-attention, in torch operations")
+    return grads
+
+
+def _build_model(impl, inputs: dict[str, Tensor]) -> nn.Module:
+    config = impl.transformer.TransformerConfig(
+        src_vocab=int(inputs["src_vocab"]), tgt_vocab=int(inputs["tgt_vocab"]), d_model=int(inputs["d_model"]),
+        num_heads=int(inputs["num_heads"]), d_ff=int(inputs["d_ff"]), num_layers=int(inputs["num_layers"]),
+        dropout=0.1, max_len=64, pad_id=int(inputs["pad_id"]), norm_first=bool(inputs["norm_first"]))
+    dtype = inputs[f"{P}generator.weight"].dtype
+    return _load(impl.transformer.Transformer(config), "Transformer", inputs, dtype)
+
+
+def model_forward(impl, inputs: dict[str, Tensor]) -> Outputs:
+    return {"logits": _build_model(impl, inputs)(inputs["src"], inputs["tgt"])}
+
+
+def future_leak(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """Change the target token at ``changed_at``: no earlier position's logits may change.
+
+    ``earlier_change`` is the largest change of the logits at positions 0 .. changed_at - 1 (0 expected),
+    ``later_change`` whether the position itself changed (it must: 1 expected)."""
+    model = _build_model(impl, inputs)
+    t = int(inputs["changed_at"])
+    tgt, vocab, pad = inputs["tgt"], int(inputs["tgt_vocab"]), int(inputs["pad_id"])
+    changed = tgt.clone()
+    new = (tgt[:, t] + 1) % vocab                                            # (batch,)
+    changed[:, t] = torch.where(new == pad, (new + 1) % vocab, new)          # another real token
+    with torch.no_grad():
+        before, after = model(inputs["src"], tgt), model(inputs["src"], changed)  # (batch, tgt_seq, tgt_vocab)
+    diff = (after - before).abs()                                            # (batch, tgt_seq, tgt_vocab)
+    return {"earlier_change": diff[:, :t].amax(), "later_change": (diff[:, t].amax() > 1e-4).to(diff.dtype),
+            "logits": before}
+
+
+def model_config(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """The paper's base configuration, and weight tying on a small shared-vocabulary model."""
+    tf = impl.transformer
+    base = tf.TransformerConfig.base(37000, 37000)
+    other = tf.TransformerConfig.base(32000, 34000)
+    out = {name: torch.tensor(float(getattr(base, name, float("nan"))), dtype=torch.float64)
+           for name in ("d_model", "num_heads", "d_ff", "num_layers", "dropout", "tie_embeddings", "share_embeddings")}
+    out["share_embeddings_two_vocabularies"] = torch.tensor(float(getattr(other, "share_embeddings", float("nan"))),
+                                                            dtype=torch.float64)
+    vocab, d_model = int(inputs["vocab"]), int(inputs["d_model"])
+    small = tf.TransformerConfig(vocab, vocab, d_model=d_model, num_heads=2, d_ff=16, num_layers=1,
+                                 tie_embeddings=True, share_embeddings=True)
+    model = tf.Transformer(small)
+    out["generator_is_tgt_embed"] = torch.tensor(model.generator.weight is model.tgt_embed.embedding.weight)
+    out["src_embed_is_tgt_embed"] = torch.tensor(model.src_embed.embedding.weight is model.tgt_embed.embedding.weight)
+    out["num_parameters"] = torch.tensor(sum(p.numel() for p in model.parameters()))
+    return out
+
+
+PROBES = {"padding": padding, "causal": causal, "target": target, "decoder": decoder_forward,
+          "gradients": decoder_gradients, "model": model_forward, "future": future_leak, "config": model_config}
+
+# ---------------------------------------------------------------- the public cases (16 points)
+# PyTorch's ready-made counterparts of this chapter's components (fnmatch patterns on the parts of a name).
+# masks.py may use anything (torch.tril, nn.Transformer.generate_square_subsequent_mask): that is how a
+# mask is made. Your own earlier chapters (from .encoder import ...) are not ready-mades.
+_LAYERS = ["Transformer*", "MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention",
+           "_scaled_dot_product_*", "LayerNorm", "layer_norm", "native_layer_norm"]
+READY_MADE = {"decoder.py": _LAYERS, "transformer.py": _LAYERS}
+
+CROSS_HINT = ("In the cross-attention the queries come from the decoder and the keys and values from the encoder: "
+              "self.cross_attn(x, memory, memory, mask=memory_mask) (with h = norm2(x) for the query in Pre-LN); "
+              "its output has tgt_seq rows, like x, and memory_mask (batch, 1, 1, src_seq) masks memory's positions.")
+
+MODEL_HINT = ("forward builds src_mask = padding_mask(src, pad_id), (batch, 1, 1, src_seq), for the encoder and "
+              "the cross-attention, and tgt_mask = target_mask(tgt, pad_id), (batch, 1, tgt_seq, tgt_seq), for the "
+              "decoder's self-attention; decode passes src_mask on as memory_mask.")
+
+CASES = [
+    Case("padding_mask: (batch, 1, 1, seq), True = a real token", 1.0, "padding", lambda s: mask_inputs(s), seed=601,
+         about="3 sequences of 6 with 0, 1 and 2 pads at the end; pad_id 0"),
+    Case("padding_mask with pad_id 1", 0.5, "padding", lambda s: mask_inputs(s, batch=2, seq=5, pad_id=1), seed=602,
+         about="the pad id comes from the argument, not a constant 0"),
+    Case("causal_mask: lower triangle, diagonal included", 1.0, "causal", lambda s: mask_inputs(s, seq=5), seed=603,
+         about="causal_mask(5) (5, 5) bool: query i may attend to keys 0 .. i"),
+    Case("target_mask: padding and causal", 1.0, "target", lambda s: mask_inputs(s, batch=3, seq=5), seed=604,
+         about="(batch, 1, seq, seq): a key is visible when it is not padding and not ahead"),
+    Case("decoder layer, Post-LN, causal mask, src_seq != tgt_seq", 1.5, "decoder", lambda s: decoder_inputs(s),
+         seed=605, about="tgt_seq 5, src_seq 7: self-attention with a causal mask, cross-attention to memory",
+         hint_if_raises=CROSS_HINT),
+    Case("decoder layer, Post-LN, target and memory masks", 1.5, "decoder",
+         lambda s: decoder_inputs(s, batch=3, tgt_seq=6, src_seq=6, tgt_mask="target", memory_mask=True), seed=606,
+         about="tgt_mask (batch, 1, 6, 6) for the self-attention, memory_mask (batch, 1, 1, 6) for the "
+               "cross-attention", hint_if_raises=CROSS_HINT),
+    Case("decoder layer, Pre-LN, both masks", 1.0, "decoder",
+         lambda s: decoder_inputs(s, batch=3, tgt_seq=5, src_seq=8, d_model=16, heads=4, norm_first=True,
+                                  tgt_mask="target", memory_mask=True), seed=607,
+         about="norm_first=True: x = x + attn(norm(x)) for each of the three sublayers", hint_if_raises=CROSS_HINT),
+    Case("a fully masked query row stays finite", 0.5, "decoder",
+         lambda s: decoder_inputs(s, batch=3, tgt_seq=5, src_seq=4, tgt_mask="left", memory_mask=True), seed=608,
+         about="a target padded at the start: its first rows of tgt_mask are all False; finite values, not graded",
+         ignore=lambda inputs: fully_masked_rows(inputs), hint_if_raises=CROSS_HINT),
+    Case("decoder of 3 layers, Post-LN", 1.0, "decoder",
+         lambda s: decoder_inputs(s, layers=3, tgt_mask="target", memory_mask=True), seed=609,
+         about="Decoder: the layers in order, the same memory and masks for each; no final norm (norm is None)",
+         hint_if_raises=CROSS_HINT),
+    Case("decoder of 2 layers, Pre-LN, final norm", 1.0, "decoder",
+         lambda s: decoder_inputs(s, tgt_seq=6, src_seq=4, layers=2, norm_first=True, tgt_mask="target",
+                                  memory_mask=True), seed=610,
+         about="Decoder with norm_first=True ends with its own LayerNorm, self.norm", hint_if_raises=CROSS_HINT),
+    Case("gradients reach x, memory and every parameter", 1.0, "gradients",
+         lambda s: decoder_inputs(s, tgt_mask="target", memory_mask=True), seed=611,
+         about="backward through a Post-LN decoder layer with both masks", hint_if_raises=CROSS_HINT),
+    Case("float64 in, float64 out", 0.5, "decoder",
+         lambda s: decoder_inputs(s, norm_first=True, tgt_mask="target", memory_mask=True, dtype=torch.float64),
+         seed=612, about="the dtype of the inputs is kept", rtol=1e-7, atol=1e-9, hint_if_raises=CROSS_HINT),
+    Case("Transformer logits", 1.5, "model", lambda s: model_inputs(s), seed=613,
+         about="src (2, 7), tgt (2, 5), both padded; forward builds its masks from pad_id and returns logits "
+               "(batch, tgt_seq, tgt_vocab)", hint_if_raises=MODEL_HINT),
+    Case("no future leak", 1.0, "future", lambda s: model_inputs(s, tgt_seq=6, pad_id=2), seed=614,
+         about="change target token 3: the logits at positions 0, 1, 2 must not change (pad_id 2)",
+         hint="Changing a later target token changed earlier outputs: the decoder's self-attention must use "
+              "target_mask(tgt, pad_id), which hides the keys ahead of each query.", hint_if_raises=MODEL_HINT),
+    Case("base configuration and weight tying", 1.0, "config", lambda s: config_inputs(s), seed=615,
+         about="TransformerConfig.base: 512, 8 heads, 2048, 6 layers, dropout 0.1, tied; generator.weight is "
+               "tgt_embed.embedding.weight (one Parameter)",
+         hint="base(src_vocab, tgt_vocab) is the paper's model (Table 3, section 3.4): tie_embeddings=True, and "
+              "share_embeddings only when the two vocabularies are one (src_vocab == tgt_vocab); tying assigns "
+              "the Parameter itself: self.generator.weight = self.tgt_embed.embedding.weight."),
+    ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made decoder, transformer, attention or layer norm "
+                                           "(read from the source, not run); masks.py may use torch.tril"),
+]
+
+# ---------------------------------------------------------------- known mistakes and their messages
+MISTAKES = {
+    "causal_off_by_one": "The causal mask leaves out the diagonal, so a position cannot attend to itself (and the "
+                         "first one to nothing): query i may attend to keys 0 .. i, itself included; use "
+                         "torch.tril(torch.ones(n, n, dtype=torch.bool)) (diagonal=0), not diagonal=-1 or ~triu.",
+    "padding_on_queries": "The padding mask is on the queries, (batch, 1, seq, 1), so padded rows are masked instead "
+                          "of padded keys: it must be (batch, 1, 1, seq), keep[:, None, None, :], so that no query "
+                          "attends to a padded key.",
+    "memory_mask_not_passed": "The encoder's padding mask does not reach the cross-attention, so the decoder attends "
+                              "to padded source positions: call self.cross_attn(x, memory, memory, mask=memory_mask) "
+                              "(and pass src_mask on as memory_mask in Transformer.decode).",
+    "self_attn_unmasked": "The decoder's self-attention is not masked, so each position sees the target tokens after "
+                          "it (a future leak): call self.self_attn(x, x, x, mask=tgt_mask), and give it "
+                          "target_mask(tgt, pad_id) in Transformer.forward.",
+    "cross_attn_q_from_encoder": "The cross-attention takes its queries from the encoder and its keys and values "
+                                 "from the decoder: the decoder asks (queries from x) and the encoder answers "
+                                 "(keys and values from memory): self.cross_attn(x, memory, memory, mask=memory_mask).",
+    "softmax_logits": "Transformer.forward returns probabilities (a softmax over the vocabulary): return the "
+                      "generator's logits, without softmax; the loss (chapter 07) applies log-softmax itself.",
+    "tie_copies_weights": "The generator's weight is a copy of the target embedding, not the same Parameter, so the "
+                          "two drift apart in training: assign the Parameter itself, self.generator.weight = "
+                          "self.tgt_embed.embedding.weight (and self.tgt_embed = self.src_embed when sharing).",
+}
+
+# A known mistake that crashes instead of returning wrong values: queries from memory give src_seq rows,
+# which cannot be added to x's tgt_seq rows in the residual connection (raised in decoder.py, or where
+# no file of yours is named; a crash in another of your files is another mistake).
+RAISES = {"cross_attn_q_from_encoder": r"must match the size of tensor b \(\d+\) at non-singleton dimension 1\b"
+                                       r"(?! \(at (?!decoder\.py))"}
