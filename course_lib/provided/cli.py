@@ -2,6 +2,7 @@
 
 Learners:    course check ch02 [--json]     run the public checks on your course_lib
              course submit ch02             pack your notebook and course_lib for the instructor
+             course capstone finetune --quick   train the capstone's classifier (course capstone --help)
 Instructors: course release | refs | grade  (tools in solutions/course_admin, not shipped to learners)
 """
 from __future__ import annotations
@@ -11,7 +12,8 @@ import sys
 
 from .layout import LAYOUT
 
-LEARNER = {"check": "course_lib.provided.check", "submit": "course_lib.provided.submit"}
+LEARNER = {"check": "course_lib.provided.check", "submit": "course_lib.provided.submit",
+           "capstone": "course_lib.provided.capstone.run"}
 INSTRUCTOR = {"release": "course_admin.release", "refs": "course_admin.refs", "grade": "course_admin.grade"}
 
 

@@ -1,0 +1,91 @@
+"""What `course capstone` shows and keeps: the baselines (fitted once, then read back), tables and plots.
+
+    results = cached_baselines(out)           # out/baselines.json; refitted only if the split changed
+    print(comparison_table(results, [("lstm (this run)", 0.79, 0.78)]))
+    plot_runs(out)                            # out/plots/finetune.png, out/plots/pretrain.png
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from .baselines import BaselineResult, run_baselines
+from .data import reviews
+
+BASELINES_FILE = "baselines.json"
+
+
+def _split_sizes() -> list[int]:
+    corpus = reviews()
+    return [len(corpus.train), len(corpus.valid), len(corpus.test)]
+
+
+def cached_baselines(out: Path, refit: bool = False) -> list[BaselineResult]:
+    """The baselines' accuracies from ``out/baselines.json``, fitted (about 35 s) when absent or stale.
+
+    The file records the split sizes it was measured on; a different split makes it stale.
+    """
+    path = Path(out) / BASELINES_FILE
+    sizes = _split_sizes()
+    if path.is_file() and not refit:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved.get("split_sizes") == sizes:
+            return [BaselineResult(**row) for row in saved["results"]]
+    print("fitting the baselines on train (once; cached in", path, ")", flush=True)
+    results = run_baselines()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"split_sizes": sizes, "results": [vars(r) for r in results]}, indent=1),
+                    encoding="utf-8")
+    return results
+
+
+def comparison_table(baselines: Sequence[BaselineResult], models: Sequence[tuple[str, float, float]]) -> str:
+    """A Markdown table: each baseline, then each ``(name, valid accuracy, test accuracy)`` of ``models``."""
+    lines = ["| model | valid acc | test acc |", "|---|---:|---:|"]
+    lines += [f"| {r.name} | {r.valid_accuracy:.1%} | {r.test_accuracy:.1%} |" for r in baselines]
+    lines += [f"| **{name}** | **{valid:.1%}** | **{test:.1%}** |" for name, valid, test in models]
+    return "\n".join(lines)
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The records of one run's ``metrics.jsonl``, in order."""
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def plot_runs(out: Path) -> list[Path]:
+    """One figure per stage (finetune, pretrain) of every run under ``out``: train loss, and valid metric."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    baselines = cached_baselines(out) if (out / BASELINES_FILE).is_file() else []
+    written = []
+    for stage, metric in (("finetune", "valid_accuracy"), ("pretrain", "valid_mlm_accuracy")):
+        runs = sorted(p.parent for p in out.glob(f"{stage}-*/metrics.jsonl"))
+        if not runs:
+            continue
+        fig, (loss_ax, metric_ax) = plt.subplots(1, 2, figsize=(11, 4))
+        for run in runs:
+            records = read_metrics(run / "metrics.jsonl")
+            train = [r for r in records if r.get("split") == "train"]
+            valid = [r for r in records if r.get("split") == "valid" and metric in r]
+            loss_ax.plot([r["step"] for r in train], [r["loss"] for r in train], label=run.name)
+            metric_ax.plot([r["step"] for r in valid], [r[metric] for r in valid], marker="o", label=run.name)
+        if stage == "finetune":
+            for result in baselines:
+                metric_ax.axhline(result.valid_accuracy, linestyle="--", linewidth=1, color="gray")
+                metric_ax.annotate(result.name, (0, result.valid_accuracy), fontsize=7, color="gray",
+                                   xycoords=("axes fraction", "data"), va="bottom")
+        loss_ax.set(xlabel="step", ylabel="train loss", title=f"{stage}: training loss")
+        metric_ax.set(xlabel="step", ylabel=metric.replace("_", " "), title=f"{stage}: {metric.replace('_', ' ')}")
+        loss_ax.legend(fontsize=8)
+        metric_ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = out / "plots" / f"{stage}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        written.append(path)
+    return written
