@@ -86,6 +86,14 @@ REAL_03 = ("tests/specs/ch03.py", "tests/reference/ch03.pt", "tests/test_ch03_",
 REAL_05 = ("tests/specs/ch05.py", "tests/reference/ch05.pt", "tests/test_ch05_", "solutions/hidden/ch05.py",
            "solutions/mistakes/ch05.py", "solutions/course_ref/encoder.py", "course_lib/encoder.py",
            "solutions/source/ch05_", "exercises/ch05_", "book/05_")
+# Chapters 06 (decoder) and 07 (training) build on 05, and so on the real chapter 03: they leave too.
+REAL_06 = ("tests/specs/ch06.py", "tests/reference/ch06.pt", "tests/test_ch06_", "solutions/hidden/ch06.py",
+           "solutions/mistakes/ch06.py", "solutions/course_ref/decoder.py", "solutions/course_ref/masks.py",
+           "solutions/course_ref/transformer.py", "course_lib/decoder.py", "course_lib/masks.py",
+           "course_lib/transformer.py", "solutions/source/ch06_", "exercises/ch06_", "book/06_")
+REAL_07 = ("tests/specs/ch07.py", "tests/reference/ch07.pt", "tests/test_ch07_", "solutions/hidden/ch07.py",
+           "solutions/mistakes/ch07.py", "solutions/course_ref/seq2seq.py", "course_lib/seq2seq.py",
+           "solutions/source/ch07_", "exercises/ch07_", "book/07_")
 
 
 def tracked(root: Path) -> list[str]:
@@ -98,8 +106,8 @@ def tracked(root: Path) -> list[str]:
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("fixture") / "repo"
     for rel in tracked(REPO_ROOT):
-        if rel.startswith(REAL_03 + REAL_05):
-            continue  # the fixture chapter 03 takes the place of the course's own, and 05 built on it
+        if rel.startswith(REAL_03 + REAL_05 + REAL_06 + REAL_07):
+            continue  # the fixture chapter 03 takes the place of the course's own, and 05-07 built on it
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / rel, root / rel)
     (root / "tests" / "specs" / "ch03.py").write_text(SPEC_03)
