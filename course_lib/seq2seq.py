@@ -42,7 +42,7 @@ def shift_right(tgt: Tensor, bos_id: int, pad_id: int) -> Tensor:
     tensor([[1, 5, 6, 0],
             [1, 7, 8, 9]])
     """
-    raise NotImplementedError("Chapter 07: implement shift_right in course_lib/seq2seq.py (book chapter 07)")
+    raise NotImplementedError("Chapter 07: implement shift_right in course_lib/seq2seq.py (book chapter 07, exercises/ch07_training)")
 
 
 class LabelSmoothingLoss(nn.Module):
@@ -78,11 +78,11 @@ class LabelSmoothingLoss(nn.Module):
 
     def target_distribution(self, target: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
         """q (..., V) in ``dtype`` for labels ``target`` (...): see the class docstring."""
-        raise NotImplementedError("Chapter 07: implement LabelSmoothingLoss.target_distribution in course_lib/seq2seq.py (book chapter 07)")
+        raise NotImplementedError("Chapter 07: implement LabelSmoothingLoss.target_distribution in course_lib/seq2seq.py (book chapter 07, exercises/ch07_training)")
 
     def forward(self, logits: Tensor, target: Tensor) -> Tensor:
         """The mean smoothed cross-entropy over the real labels: logits (batch, seq, V), target (batch, seq)."""
-        raise NotImplementedError("Chapter 07: implement LabelSmoothingLoss.forward in course_lib/seq2seq.py (book chapter 07)")
+        raise NotImplementedError("Chapter 07: implement LabelSmoothingLoss.forward in course_lib/seq2seq.py (book chapter 07, exercises/ch07_training)")
 
 
 def noam_schedule(step: int, d_model: int, warmup: int = 4000) -> float:
@@ -97,7 +97,7 @@ def noam_schedule(step: int, d_model: int, warmup: int = 4000) -> float:
     >>> round(noam_schedule(3999, d_model=512), 6)          # the peak, 512^-0.5 * 4000^-0.5
     0.000699
     """
-    raise NotImplementedError("Chapter 07: implement noam_schedule in course_lib/seq2seq.py (book chapter 07)")
+    raise NotImplementedError("Chapter 07: implement noam_schedule in course_lib/seq2seq.py (book chapter 07, exercises/ch07_training)")
 
 
 @torch.no_grad()
@@ -118,4 +118,4 @@ def greedy_decode(model: nn.Module, src: Tensor, max_len: int, bos_id: int, eos_
     Example: with a model that translates [[7, 8, 2]] to "9 4 EOS" (eos_id 2),
         greedy_decode(model, src, max_len=10, bos_id=1, eos_id=2, pad_id=0) -> tensor([[9, 4, 2]]).
     """
-    raise NotImplementedError("Chapter 07: implement greedy_decode in course_lib/seq2seq.py (book chapter 07)")
+    raise NotImplementedError("Chapter 07: implement greedy_decode in course_lib/seq2seq.py (book chapter 07, exercises/ch07_training)")
