@@ -1,0 +1,39 @@
+"""Hidden cases of chapter 07: the spec's own input makers on other seeds and shapes.
+
+Learners never receive this file; the grader adds these cases after the public ones and reports them
+only as "hidden case N" with a redacted message (no inputs, shapes or values).
+"""
+from __future__ import annotations
+
+import torch
+
+from course_lib.provided.chapters import load_spec
+from course_lib.provided.checking import Case
+
+_spec = load_spec("07")
+shift_inputs, loss_inputs, schedule_inputs = _spec.shift_inputs, _spec.loss_inputs, _spec.schedule_inputs
+successor_inputs, model_inputs = _spec.successor_inputs, _spec.model_inputs
+
+CASES = [
+    Case("h-shift-long-pad-5", 1.0, "shift", lambda s: shift_inputs(s, batch=5, seq=9, vocab=14, bos=2, eos=3, pad=5),
+         seed=9701),
+    Case("h-distribution-smoothing-0.3", 1.0, "distribution",
+         lambda s: loss_inputs(s, batch=4, seq=5, vocab=6, pad=2, smoothing=0.3), seed=9702),
+    Case("h-loss-large-vocab", 1.0, "loss", lambda s: loss_inputs(s, batch=4, seq=7, vocab=40, padding_rows=1),
+         seed=9703),
+    Case("h-loss-all-padding-float64", 1.0, "loss",
+         lambda s: loss_inputs(s, batch=3, padding_rows=3, dtype=torch.float64), seed=9704, rtol=1e-7, atol=1e-9),
+    Case("h-schedule-small-model", 1.0, "schedule",
+         lambda s: schedule_inputs(s, d_model=128, warmup=50, steps=(0, 10, 48, 49, 50, 51, 500, 5000)), seed=9705,
+         rtol=1e-6, atol=1e-12),
+    Case("h-harness-warmup-3", 1.0, "harness", lambda s: schedule_inputs(s, d_model=16, warmup=3, steps=(0, 12)),
+         seed=9706, rtol=1e-6, atol=1e-12),
+    Case("h-successor-first-token-eos", 1.0, "successor",
+         lambda s: successor_inputs(s, batch=5, vocab=15, lengths=(1, 7, 2, 5, 3), max_len=12), seed=9707),
+    Case("h-successor-max-len-cuts", 1.0, "successor",
+         lambda s: successor_inputs(s, batch=3, vocab=10, lengths=(6, 2, 0), max_len=4), seed=9708),
+    Case("h-transformer-pre-ln-decode", 1.0, "transformer",
+         lambda s: model_inputs(s, batch=4, src_seq=5, vocab=9, max_len=8, norm_first=True), seed=9709),
+    Case("h-teacher-forcing-longer", 1.0, "teacher",
+         lambda s: model_inputs(s, batch=4, src_seq=6, tgt_seq=9, vocab=11), seed=9710),
+]
