@@ -103,10 +103,13 @@ def course_lib_rows(reader: Reader, numbers: list[str], opts: Options, work: Pat
     """The course_lib rows of each chapter in ``numbers``, by number.
 
     --prereqs learner: one sandboxed run of the chapters and every chapter they build on, on the learner's
-    own files, earlier chapters first; their results feed the notes of the later ones. --prereqs
+    own files, earlier chapters first; their results feed the notes of the later ones (a chapter that is
+    only built on, not graded, runs its public cases alone). --prereqs
     reference: one run per chapter, its prerequisites' modules taken from the reference (not graded)."""
     if opts.prereqs == "learner":
-        run = [plan.prepare(n) for n in plan.chapters_to_run(numbers)]
+        # a chapter run only for its note (not graded here) runs its public cases: what `course check` shows
+        run = [plan.prepare(n) if n in numbers else plan.public_only(plan.prepare(n))
+               for n in plan.chapters_to_run(numbers)]
         lib = grade_course_lib(reader, run, opts, work)
         for chapter in run:
             lib[chapter.number] = prerequisite_notes(chapter, lib[chapter.number], lib)

@@ -6,6 +6,7 @@ Everything here is computed in the grader's own process with the reference; lear
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -93,6 +94,11 @@ def prepare(number: str) -> Chapter:
                       list(facts.modules), modules_for(number), prerequisites(number))
     _PREPARED[number] = chapter
     return chapter
+
+
+def public_only(chapter: Chapter) -> Chapter:
+    """``chapter`` with its public cases alone (they come first, so their indices are unchanged)."""
+    return dataclasses.replace(chapter, cases=[g for g in chapter.cases if not g.hidden])
 
 
 def chapters_to_run(numbers: list[str]) -> list[str]:

@@ -92,6 +92,7 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout_p=0.0):  
 def test_one_child_grades_a_chapter_and_what_it_builds_on(tmp_path: Path, monkeypatch) -> None:
     """--prereqs learner: chapter 03 and chapter 02 under it run in one sandboxed child (one torch import)."""
     from course_admin import grade, plan, sandbox, sandboxed
+    from course_lib.provided import chapters
     from course_admin.rows import Options
     from course_admin.submissions import Reader
 
@@ -107,7 +108,8 @@ def test_one_child_grades_a_chapter_and_what_it_builds_on(tmp_path: Path, monkey
     assert set(lib) == {"02", "03"}
     for number, rows in lib.items():
         assert rows and all(r.status == "pass" for r in rows), (number, [r.message for r in rows])
-    assert len(lib["03"]) == len(plan.prepare("03").cases)
+    assert len(lib["03"]) == len(plan.prepare("03").cases)  # the graded chapter: public and hidden cases
+    assert len(lib["02"]) == len(chapters.load_spec("02").CASES)  # only built on: its public cases alone
 
 
 def test_a_chapter_that_hangs_does_not_eat_the_next_chapters_time(tmp_path: Path) -> None:
