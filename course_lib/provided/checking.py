@@ -50,11 +50,9 @@ class CheckFailure(Exception):
 class Case:
     """One graded check of a chapter.
 
-    make_inputs(seed) must be deterministic. ``ignore(inputs)`` may return, per output key, a bool
-    tensor of positions whose values are not graded (they must still be finite). ``hint`` follows a
-    wrong value that no known mistake explains; ``hint_if_raises`` follows an exception that no
-    ``RAISES`` pattern names (say what the case's inputs look like and what usually breaks). ``ready_made`` is set
-    only on a ready-made case (``ready_made_case``): (module file, patterns of PyTorch names) pairs.
+    make_inputs(seed) is deterministic; ``ignore(inputs)`` may give, per output key, a bool tensor of
+    positions not graded (still required finite). ``hint`` follows a wrong value no known mistake explains,
+    ``hint_if_raises`` an exception no ``RAISES`` pattern names. ``ready_made``: only on a ready-made case.
     """
 
     name: str
@@ -344,8 +342,7 @@ def judge_source(chapter: str, case: Case, sources: Mapping[str, str | bytes | N
     if uses:
         return fail(f"uses PyTorch's ready-made {'; '.join(uses)}. This chapter's component must be built from "
                     "scratch with tensor operations (@, +, torch.tanh, torch.softmax, …) and the earlier chapters' "
-                    "modules, so this check "
-                    "earns no points; the other checks still grade what your code returns.")
+                    "modules, so this check earns no points; the other checks still grade what your code returns.")
     if not any(r.status == "pass" for r in others):
         if others and all(r.message.startswith("not implemented yet") for r in others):
             return fail("not implemented yet")
