@@ -124,6 +124,7 @@ def course_lib_rows(reader: Reader, numbers: list[str], opts: Options, work: Pat
 def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> LearnerGrade:
     """The submission's chapters (chapters_of) for one learner: course_lib cases, then the notebook."""
     t0 = time.monotonic()
+    plan.use_store(opts.store)  # a worker process starts without it
     numbers = chapters_of(sub, numbers)
     graded = [plan.prepare(n) for n in numbers]
     done = dict(part=sub.chapter or "*", chapters=numbers)
@@ -285,9 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     isolation = choose_isolation(args)
     if isolation is None:
         return 2
-    opts = replace(opts, isolation=isolation)
-    sandbox.sweep_stale()
     out = Path(args.out)
+    opts = replace(opts, isolation=isolation, store=str(out / ".prepared"))
+    sandbox.sweep_stale()
     out.mkdir(parents=True, exist_ok=True)
     try:
         book = Gradebook(out / "gradebook.sqlite")
@@ -312,6 +313,10 @@ def main(argv: list[str] | None = None) -> int:
              f"to grade; chapters {', '.join(numbers)}; isolation {opts.isolation}; prereqs {opts.prereqs}; "
              f"jobs {args.jobs}")
     t0 = time.monotonic()
+    if todo:  # prepared once here, stored, and loaded by every worker (not computed once per worker)
+        plan.use_store(opts.store)
+        for number in plan.chapters_to_run(numbers) if opts.prereqs == "learner" else numbers:
+            plan.prepare(number)
 
     def record(g: LearnerGrade) -> None:
         book.commit_learner(g.learner, g.fingerprint, g.source, run_id, g.rows, g.part, g.chapters)

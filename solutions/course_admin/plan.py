@@ -2,6 +2,9 @@
 they are judged against (the reference's outputs and those of the known-wrong variants).
 
 Everything here is computed in the grader's own process with the reference; learner code never runs here.
+Computing it takes seconds to a minute a chapter (every known-wrong variant on every case), so a grading
+run keeps it in a store (``use_store``: ``<--out>/.prepared/``), one file a chapter named by a fingerprint
+of everything it was computed from: the next run, and every worker process of this one, load it instead.
 """
 from __future__ import annotations
 
@@ -62,6 +65,59 @@ def hidden_cases(number: str) -> list[Case]:
 
 _PREPARED: dict[str, Chapter] = {}
 _CACHE_DIR: list[Path] = []
+_STORE: list[Path] = []
+# what a chapter's prepared values depend on beyond its own spec, hidden cases and variants
+_ENGINE = [Path(__file__).with_name(n) for n in ("refs.py", "variants.py", "plan.py")] + \
+    [LAYOUT.root / "course_lib" / "provided" / n for n in ("checking.py", "loader.py")]
+
+
+def use_store(folder: Path | str | None) -> None:
+    """Keep prepared chapters in ``folder`` (created when first written); None: in memory only."""
+    _STORE[:] = [Path(folder)] if folder else []
+
+
+def chapter_fingerprint(number: str) -> str:
+    """Changes when anything a chapter's prepared values come from changes (see ``_ENGINE``)."""
+    h = hashlib.sha256(f"ch{number}|torch {torch.__version__}".encode())
+    for path in [*sorted(LAYOUT.specs.glob("*.py")), LAYOUT.hidden_file(number), LAYOUT.mistakes_file(number),
+                 *LAYOUT.reference_modules(), *_ENGINE]:  # every spec: a spec may use another's helpers
+        h.update(path.name.encode() + (path.read_bytes() if path.is_file() else b"-"))
+    return h.hexdigest()[:16]
+
+
+def _compute(number: str, graded: list[GradedCase]) -> dict[str, list]:
+    inputs, expected, mistakes = [], [], []
+    for g in graded:
+        torch.manual_seed(0)
+        x = g.case.make_inputs(g.case.seed)
+        out = outputs_for(number, g.case, x)
+        inputs.append(x)
+        expected.append(out["expected"])
+        mistakes.append(out["mistakes"])
+    return {"inputs": inputs, "expected": expected, "mistakes": mistakes}
+
+
+def _values(number: str, graded: list[GradedCase]) -> dict[str, list]:
+    """The chapter's inputs, expected and known-wrong outputs: from the store when there, else computed
+    (and stored). A stored file that does not load or does not fit is computed again, never trusted."""
+    if not _STORE:
+        return _compute(number, graded)
+    path = _STORE[0] / f"ch{number}-{chapter_fingerprint(number)}.pt"
+    try:
+        values = torch.load(path, weights_only=True)
+        if all(len(values[k]) == len(graded) for k in ("inputs", "expected", "mistakes")):
+            return values
+    except Exception:  # noqa: BLE001 - missing, partly written by a killed run, or foreign: compute again
+        pass
+    values = _compute(number, graded)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
+    torch.save(values, tmp)
+    tmp.replace(path)  # atomic: a worker loading it meanwhile sees the whole file or none
+    for old in path.parent.glob(f"ch{number}-*.pt"):
+        if old != path:
+            old.unlink(missing_ok=True)
+    return values
 
 
 def _cache_dir() -> Path:
@@ -79,14 +135,8 @@ def prepare(number: str) -> Chapter:
     graded = [GradedCase(i, c, False, c.name) for i, c in enumerate(spec.CASES)]
     for k, c in enumerate(hidden_cases(number), start=1):
         graded.append(GradedCase(len(graded), c, True, f"hidden case {k}"))
-    inputs, expected, mistakes = [], [], []
-    for g in graded:
-        torch.manual_seed(0)
-        x = g.case.make_inputs(g.case.seed)
-        out = outputs_for(number, g.case, x)
-        inputs.append(x)
-        expected.append(out["expected"])
-        mistakes.append(out["mistakes"])
+    values = _values(number, graded)
+    inputs, expected, mistakes = values["inputs"], values["expected"], values["mistakes"]
     inputs_file = _cache_dir() / f"ch{number}_inputs.pt"
     torch.save([{k: v.clone() for k, v in x.items()} for x in inputs], inputs_file)
     facts = chapter_facts(number)

@@ -22,6 +22,7 @@ class Options:
     memory_mb: int = 2048               # course_lib: the child's address space
     notebooks: bool = True              # read the written answers of the chapter's notebook too
     prereqs: str = "learner"            # whose modules of earlier chapters run: "learner" or "reference"
+    store: str | None = None            # folder of the prepared chapters (plan.use_store), under --out
 
 
 @dataclass(frozen=True)

@@ -245,6 +245,11 @@ def test_determinism_and_independence_of_jobs(batch, tmp_path):
     (tmp_path / "first.csv").write_bytes((tmp_path / "out" / "grades.csv").read_bytes())
     proc = course(*grade_args(subs, tmp_path / "out2", jobs=2))
     assert (tmp_path / "out2" / "grades.csv").read_bytes() == (tmp_path / "first.csv").read_bytes()
+    # graded again from the chapters prepared by the first run (its store), not computed again: same grades
+    assert len(list((tmp_path / "out" / ".prepared").glob("ch02-*.pt"))) == 1
+    proc = course(*grade_args(subs, tmp_path / "out", jobs=2), "--regrade")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "grades.csv").read_bytes() == (tmp_path / "first.csv").read_bytes()
 
 
 def test_kill_and_resume(batch, tmp_path):
