@@ -20,7 +20,8 @@ install: $(BIN)/course  ## create .venv and install the course and its tools
 
 book: install  ## build the book with every page executed; warnings are errors
 	@test -d solutions/course_ref || { echo "The book runs the reference implementation, which only the instructor's repository has: read the published book."; exit 1; }
-	rm -rf _build  # a clean build: pages whose tables come from a spec are re-executed
+	# everything but the execution cache: pages run again only where their code or the course's sources changed
+	if [ -d _build ]; then find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache -exec rm -rf {} +; fi
 	$(BIN)/jupyter-book build . --warningiserror --keep-going --path-output .
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html"
 

@@ -1,0 +1,69 @@
+"""The book's execution cache (book/_ext/course_sources.py): every executed page carries a digest of the
+course's sources, so a cached page is reused only while nothing it may read has changed."""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+
+from course_lib.provided.layout import LAYOUT
+
+spec = importlib.util.spec_from_file_location("course_sources", LAYOUT.root / "book" / "_ext" / "course_sources.py")
+course_sources = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(course_sources)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of what the digest reads, to edit."""
+    for pattern in course_sources.SOURCES:
+        for path in LAYOUT.root.glob(pattern):
+            if path.is_file() and "__pycache__" not in path.parts:
+                target = tmp_path / path.relative_to(LAYOUT.root)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+    return tmp_path
+
+
+def test_the_config_caches_and_loads_the_extension() -> None:
+    config = (LAYOUT.root / "_config.yml").read_text()
+    assert "execute_notebooks: cache" in config and "course_sources: book/_ext" in config
+
+
+def test_the_digest_is_the_repositorys_and_is_stable(tree: Path) -> None:
+    assert course_sources.sources_digest(tree) == course_sources.sources_digest(LAYOUT.root)
+    assert course_sources.sources_digest(tree) == course_sources.sources_digest(tree)
+
+
+@pytest.mark.parametrize("edited", ["tests/specs/ch02.py", "solutions/course_ref/attention.py",
+                                    "course_lib/provided/capstone/data.py", "solutions/mistakes/ch08_seed000.py",
+                                    "tests/reference/ch07.pt"])
+def test_editing_any_source_a_page_may_read_changes_the_digest(tree: Path, edited: str) -> None:
+    before = course_sources.sources_digest(tree)
+    with open(tree / edited, "ab") as fh:
+        fh.write(b"\n# edited\n")
+    assert course_sources.sources_digest(tree) != before, f"a page reading {edited} would show stale outputs"
+
+
+def test_pycache_and_files_outside_the_sources_do_not(tree: Path) -> None:
+    before = course_sources.sources_digest(tree)
+    (tree / "course_lib" / "__pycache__").mkdir(exist_ok=True)
+    (tree / "course_lib" / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"compiled")
+    (tree / "README.md").write_text("prose")
+    assert course_sources.sources_digest(tree) == before
+
+
+class App:
+    class config:
+        course_sources_digest = "abc123"
+
+
+def test_an_executed_page_gets_a_hidden_cell_with_the_digest_and_a_prose_page_nothing() -> None:
+    page = ["# Title\n\n```{code-cell} ipython3\nx = 1\n```\n"]
+    course_sources._append(App, "book/02_attention", page)
+    assert page[0].endswith("```{code-cell} ipython3\n:tags: [remove-cell]\n\n# course sources digest: abc123\n```\n")
+    prose = ["# Glossary\n\nNo cells here.\n"]
+    course_sources._append(App, "book/appendix_glossary", prose)
+    assert prose == ["# Glossary\n\nNo cells here.\n"]
