@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-# what executed pages read besides their own cells: code and specs, reference outputs, the seed's classifier
+# what executed pages read besides their own cells: code and specs, reference outputs, the seed's
+# classifier, recorded runs (book/data), the book's own code (book/_code)
 SOURCES = ("course_lib/**/*.py", "solutions/course_ref/*.py", "solutions/mistakes/*.py", "solutions/hidden/*.py",
            "solutions/course_admin/*.py", "solutions/scripts/*.py", "tests/specs/*.py", "tests/reference/*.pt",
-           "pyproject.toml")
+           "book/data/*", "book/_code/*.py", "pyproject.toml")
 PACKAGES = ("torch", "numpy", "matplotlib", "snownlp", "scikit-learn", "sacrebleu", "myst-nb", "ipykernel")
 MARK = "course sources digest"
 

@@ -1,6 +1,7 @@
 """The benchmark scripts run, and compare like with like (speed itself is never asserted: see their output)."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -8,11 +9,20 @@ import sys
 from course_lib.provided.layout import LAYOUT
 
 
-def test_bench_encoder_compares_two_models_of_the_same_size() -> None:
+def test_bench_encoder_compares_two_models_of_the_same_size(tmp_path) -> None:
+    record = {"recorded": "2026-11-30T12:00:00+00:00", "hardware": {"gpu": None, "torch_threads": 1},
+              "baselines": [{"name": "TF-IDF (char 1-3) + LR", "valid_accuracy": 0.8}],
+              "finetune": [{"name": "finetune-a", "seconds_to_beat_tfidf_valid": 250.0, "beats_tfidf_valid_at_step": 200,
+                            "steps": 400, "curve": [[200, 0.81]], "test_accuracy": 0.85},
+                           {"name": "finetune-b", "seconds_to_beat_tfidf_valid": None, "beats_tfidf_valid_at_step": None,
+                            "steps": 200, "curve": [[100, 0.7], [200, 0.79]], "test_accuracy": 0.78}]}
+    (tmp_path / "record.json").write_text(json.dumps(record))
     proc = subprocess.run([sys.executable, "solutions/scripts/bench_encoder.py", "--quick", "--rounds", "1",
-                           "--steps", "1", "--device", "cpu"], cwd=LAYOUT.root, capture_output=True, text=True,
-                          timeout=600)
+                           "--steps", "1", "--device", "cpu", "--runs", str(tmp_path / "record.json")],
+                          cwd=LAYOUT.root, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"finetune-a\s+250 s \(step 200\); test 85.0%", proc.stdout), proc.stdout
+    assert re.search(r"finetune-b\s+not beaten in 200 steps \(best valid 79.0%\)", proc.stdout), proc.stdout
     counts = re.findall(r"^(?:ours|torch)\S*.*?\s([\d,]+)\s+[\d.]+\s+[\d.]+$", proc.stdout, re.M)
     assert len(counts) == 2 and counts[0] == counts[1], proc.stdout  # the same model on both sides
     assert re.search(r"throughput ratio ours / PyTorch's = \d+\.\d\d", proc.stdout), proc.stdout

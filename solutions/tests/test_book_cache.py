@@ -39,7 +39,7 @@ def test_the_digest_is_the_repositorys_and_is_stable(tree: Path) -> None:
 
 @pytest.mark.parametrize("edited", ["tests/specs/ch02.py", "solutions/course_ref/attention.py",
                                     "course_lib/provided/capstone/data.py", "solutions/mistakes/ch08_seed000.py",
-                                    "tests/reference/ch07.pt"])
+                                    "tests/reference/ch07.pt", "book/_code/beam.py"])
 def test_editing_any_source_a_page_may_read_changes_the_digest(tree: Path, edited: str) -> None:
     before = course_sources.sources_digest(tree)
     with open(tree / edited, "ab") as fh:

@@ -228,7 +228,7 @@ def test_course_capstone_help() -> None:
     done = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "capstone", "--help"], cwd=REPO,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0
-    for command in ("baselines", "pretrain", "finetune", "evaluate", "plot"):
+    for command in ("baselines", "pretrain", "finetune", "evaluate", "plot", "record"):
         assert command in done.stdout
 
 
@@ -272,3 +272,43 @@ def _worker(out: Path) -> None:
 
 if __name__ == "__main__":  # torchrun's worker for test_two_processes_match_one_on_the_same_global_batch
     _worker(Path(sys.argv[1]))
+
+
+def test_course_capstone_record_reports_each_run_and_its_time_to_the_tfidf_bar(tmp_path: Path) -> None:
+    """Planted runs whose numbers were chosen by hand: pretraining took 100 steps of 64 at 64 examples/s
+    (100 s) then 100 at 128/s (50 s); the pretrained fine-tuning passes TF-IDF's valid 80% at step 200 of
+    400, whose 200 s make 100 s, so 250 s in all; the run from scratch never passes it."""
+    from course_lib.provided.capstone.baselines import BASELINES
+    from course_lib.provided.capstone.run import main
+    cached = [dict(name=name, valid_accuracy=0.80, test_accuracy=0.81, seconds=0.0) for name in BASELINES]
+    (tmp_path / "baselines.json").write_text(json.dumps({"split_sizes": [13_870, 1_727, 1_723], "results": cached}))
+    with pytest.raises(SystemExit, match="no finished fine-tuning run"):
+        main(["record", "--out", str(tmp_path), "--to", str(tmp_path / "record.json")])
+
+    def run(name: str, records: list[dict], summary: dict | None = None) -> Path:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+        if summary is not None:
+            (tmp_path / name / "summary.json").write_text(json.dumps(summary))
+        return tmp_path / name
+
+    pre = run("pretrain-transformer", [{"step": 100, "split": "train", "examples_per_s": 64.0},
+                                       {"step": 200, "split": "train", "examples_per_s": 128.0},
+                                       {"step": 200, "split": "valid", "valid_mlm_accuracy": 0.3}])
+    valid = lambda *pairs: [{"step": s, "split": "valid", "valid_accuracy": a} for s, a in pairs]  # noqa: E731
+    run("finetune-pretrained", valid((100, 0.75), (200, 0.81), (400, 0.84)),
+        {"steps": 400, "train_seconds": 200.0, "valid_accuracy": 0.84, "test_accuracy": 0.85,
+         "pretrained": str(pre.resolve())})
+    run("finetune-scratch", valid((100, 0.70), (200, 0.79)),
+        {"steps": 200, "train_seconds": 90.0, "valid_accuracy": 0.79, "test_accuracy": 0.78})
+    assert main(["record", "--out", str(tmp_path), "--to", str(tmp_path / "record.json")]) == 0
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["pretrain"][0]["train_seconds_estimated"] == pytest.approx(150.0)
+    assert record["pretrain"][0]["valid_mlm_accuracy"] == 0.3
+    by_name = {r["name"]: r for r in record["finetune"]}
+    assert by_name["finetune-pretrained"]["beats_tfidf_valid_at_step"] == 200
+    assert by_name["finetune-pretrained"]["seconds_to_beat_tfidf_valid"] == pytest.approx(250.0)
+    assert by_name["finetune-pretrained"]["pretrained_with"] == "pretrain-transformer"
+    assert by_name["finetune-scratch"]["beats_tfidf_valid_at_step"] is None
+    assert record["versions"]["torch"] == torch.__version__ and record["hardware"]["cpu_count"] == os.cpu_count()
+    assert record["recorded"][:4].isdigit() and [b["name"] for b in record["baselines"]] == list(BASELINES)

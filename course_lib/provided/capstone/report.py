@@ -3,6 +3,7 @@
     results = cached_baselines(out)           # out/baselines.json; refitted only if the split changed
     print(comparison_table(results, [("lstm (this run)", 0.79, 0.78)]))
     plot_runs(out)                            # out/plots/finetune.png, out/plots/pretrain.png
+    record_runs(out)                          # one JSON-ready dict of every run, for a page to report
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..checkpoints import latest_checkpoint
 from .baselines import BaselineResult, run_baselines
 from .data import reviews
 
@@ -89,3 +91,69 @@ def plot_runs(out: Path) -> list[Path]:
         plt.close(fig)
         written.append(path)
     return written
+
+
+def _train_seconds(records: list[dict[str, Any]], batch_size: int) -> float:
+    """Training time estimated from the train records (each window's examples over its examples/s)."""
+    seconds, last = 0.0, 0
+    for r in records:
+        if r.get("split") == "train" and r.get("examples_per_s"):
+            seconds += (r["step"] - last) * batch_size / r["examples_per_s"]
+            last = r["step"]
+    return seconds
+
+
+def _first_past(records: list[dict[str, Any]], bar: float) -> int | None:
+    """The first evaluated step whose valid accuracy is above ``bar``, or None."""
+    return next((r["step"] for r in records if r.get("split") == "valid" and r.get("valid_accuracy", 0) > bar), None)
+
+
+def record_runs(out: Path) -> dict[str, Any]:
+    """Everything a page needs to report the runs under ``out`` without running them: where and when they
+    ran (hardware, versions, date), the baselines, each pretraining run (steps, held-out masked-character
+    accuracy, training seconds estimated from its metrics), and each fine-tuning run (its summary, and the
+    step and time at which its valid accuracy first passed the TF-IDF baseline's, pretraining included)."""
+    import datetime
+    import platform
+    import sys
+
+    import torch
+
+    out = Path(out)
+    baselines = cached_baselines(out)
+    tfidf = next((b for b in baselines if b.name.lower().startswith("tf-idf")), None)
+    pretrain = {}
+    for path in sorted(out.glob("pretrain-*/metrics.jsonl")):
+        records = read_metrics(path)
+        found = latest_checkpoint(path.parent / "checkpoints")
+        run = found[1]["settings"]["run"] if found else {}
+        valid = [r for r in records if r.get("split") == "valid"]
+        steps = max((r["step"] for r in records), default=0)
+        batch = run.get("batch_size", 64)
+        pretrain[str(path.parent.resolve())] = {
+            "name": path.parent.name, "settings": run, "steps": steps,
+            "train_seconds_estimated": _train_seconds(records, batch),
+            "valid_mlm_accuracy": valid[-1].get("valid_mlm_accuracy") if valid else None}
+    finetune = []
+    for path in sorted(out.glob("finetune-*/summary.json")):
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        records = read_metrics(path.parent / "metrics.jsonl")
+        step = _first_past(records, tfidf.valid_accuracy) if tfidf else None
+        before = pretrain.get(summary.get("pretrained", ""), {}).get("train_seconds_estimated", 0.0)
+        seconds = None if step is None else before + summary["train_seconds"] * step / summary["steps"]
+        finetune.append({"name": path.parent.name, **summary,
+                         "pretrained_with": pretrain.get(summary.get("pretrained", ""), {}).get("name"),
+                         "beats_tfidf_valid_at_step": step, "seconds_to_beat_tfidf_valid": seconds,
+                         "curve": [(r["step"], r["valid_accuracy"]) for r in records
+                                   if r.get("split") == "valid" and "valid_accuracy" in r]})
+    cuda = torch.cuda.is_available()
+    return {
+        "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "hardware": {"machine": platform.machine(), "processor": platform.processor() or platform.machine(),
+                     "cpu_count": __import__("os").cpu_count(), "torch_threads": torch.get_num_threads(),
+                     "gpu": torch.cuda.get_device_name(0) if cuda else None},
+        "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "platform": platform.platform()},
+        "baselines": [vars(b) for b in baselines],
+        "pretrain": list(pretrain.values()),
+        "finetune": finetune,
+    }

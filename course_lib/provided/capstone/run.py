@@ -6,6 +6,7 @@
     course capstone finetune --model lstm --quick --pretrained runs/capstone/pretrain-lstm-quick
     course capstone evaluate --model lstm --quick      # the trained model on valid and test; its worst mistakes
     course capstone plot                               # loss and accuracy curves into runs/capstone/plots/
+    course capstone record --to runs.json              # every run under --out, hardware, versions, date: one JSON
     torchrun --nproc_per_node 4 -m course_lib.provided.cli capstone finetune --model transformer
 
 ``--quick`` is the CPU mode (small model, short reviews, minutes on 2 cores); without it the defaults
@@ -28,7 +29,7 @@ from ..runtime import pick_device
 from .batching import encode_reviews
 from .data import reviews
 from .models import CLASSIFIERS, ModelUnavailable, build_classifier
-from .report import cached_baselines, comparison_table, plot_runs
+from .report import cached_baselines, comparison_table, plot_runs, record_runs
 from .stages import finetune, pretrain, run_folder, score
 from .vocab import CharVocab
 
@@ -70,6 +71,21 @@ def plot_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def record_command(args: argparse.Namespace) -> int:
+    if not any(Path(args.out).glob("finetune-*/summary.json")):
+        raise SystemExit(f"no finished fine-tuning run under {args.out}: run `course capstone finetune` first")
+    record = record_runs(Path(args.out))
+    Path(args.to).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.to).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    for run in record["finetune"]:
+        past = (f"passed TF-IDF on valid at step {run['beats_tfidf_valid_at_step']} "
+                f"(~{run['seconds_to_beat_tfidf_valid']:.0f} s)" if run["beats_tfidf_valid_at_step"] else
+                "never passed TF-IDF on valid")
+        print(f"{run['name']}: test {run['test_accuracy']:.1%}; {past}")
+    print(f"wrote {args.to}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--out", default="runs/capstone", help="folder of every run, the baselines and plots")
@@ -95,11 +111,13 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("evaluate", parents=[common], help="the trained classifier on valid and test").add_argument(
         "--show", type=int, default=5, help="how many confident mistakes to print")
     sub.add_parser("plot", parents=[common], help="curves of every run under --out")
+    sub.add_parser("record", parents=[common], help="every run under --out with hardware, versions and date, "
+                   "as one JSON file (what a page reports)").add_argument("--to", required=True, help="the JSON file")
     return top
 
 
 COMMANDS = {"baselines": baselines_command, "pretrain": pretrain, "finetune": finetune,
-            "evaluate": evaluate_command, "plot": plot_command}
+            "evaluate": evaluate_command, "plot": plot_command, "record": record_command}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
