@@ -245,6 +245,10 @@ def test_course_capstone_quick_lstm_end_to_end(tmp_path: Path, capsys: pytest.Ca
     folder = tmp_path / "finetune-lstm-quick"
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["steps"] == 4 and 0.3 < summary["test_accuracy"] < 0.8 and summary["examples_per_second"] > 0
+    best = summary["best_valid"]  # chosen on valid among steps 2 and 4: the best valid accuracy of the metrics
+    valid = [r for r in map(json.loads, (folder / "metrics.jsonl").read_text().splitlines()) if r["split"] == "valid"]
+    assert best["valid_accuracy"] == max(r["valid_accuracy"] for r in valid) and best["step"] in (2, 4)
+    assert f"(best valid, step {best['step']})" in printed and 0.3 < best["test_accuracy"] < 0.8
     assert f"**{summary['test_accuracy']:.1%}**" in printed
     assert [step for step, _ in list_checkpoints(folder / "checkpoints")] == [4, 2]
     assert main(command) == 0  # the same command again: resumes at the end, trains nothing

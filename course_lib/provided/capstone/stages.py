@@ -49,6 +49,17 @@ def settings(args: argparse.Namespace, stage: str) -> dict[str, Any]:
             "eval_every": args.eval_every or preset["eval_every"], "seed": args.seed}
 
 
+BEST_FILE = "best.pt"  # the fine-tuned weights of the best valid accuracy, beside checkpoints/
+
+
+def best_so_far(folder: Path) -> float:
+    """The valid accuracy of ``folder``'s best.pt, or -1 when there is none (or it does not load)."""
+    try:
+        return float(torch.load(Path(folder) / BEST_FILE, map_location="cpu", weights_only=True)["valid_accuracy"])
+    except Exception:  # noqa: BLE001 - absent or damaged: any evaluation beats it
+        return -1.0
+
+
 def run_folder(args: argparse.Namespace, stage: str) -> Path:
     return Path(args.out) / f"{stage}-{args.model}{'-quick' if args.quick else ''}"
 
@@ -122,8 +133,15 @@ def finetune(args: argparse.Namespace) -> int:
         logits = net(batch.tokens, batch.tokens != vocab.pad_id)                   # (batch, classes)
         return F.cross_entropy(logits.float(), batch.labels), len(batch.labels)
 
+    best_file = folder / BEST_FILE
+    if process_context().is_main and latest_checkpoint(folder / "checkpoints") is None:
+        best_file.unlink(missing_ok=True)  # a fresh run: an earlier run's best is not this one's
+
     def evaluate(net: nn.Module, device: torch.device) -> dict[str, float]:
         accuracy, loss, _ = score(net, valid_set, vocab.pad_id, device)
+        if accuracy > best_so_far(folder):  # the weights of the best valid accuracy yet, for model selection
+            torch.save({"valid_accuracy": accuracy, "model": net.state_dict()}, best_file.with_suffix(".part"))
+            best_file.with_suffix(".part").replace(best_file)
         return {"valid_accuracy": accuracy, "valid_loss": loss}
 
     result = train(model, loss_fn, epoch_batches, train_config(run, args), evaluate=evaluate, out=folder,
@@ -136,9 +154,17 @@ def finetune(args: argparse.Namespace) -> int:
     summary = {**run, "device": str(device), "valid_accuracy": valid_accuracy, "test_accuracy": test_accuracy,
                "resumed_from": result.resumed_from, "train_seconds": result.train_seconds,
                "examples_per_second": result.examples_per_second, "wall_seconds": time.perf_counter() - start}
+    models = [(f"{folder.name} (this run, last step)", valid_accuracy, test_accuracy)]
+    if best_file.is_file():  # chosen on valid alone; its test accuracy is reported, never used to choose
+        best = torch.load(best_file, map_location=device, weights_only=True)
+        result.model.load_state_dict(best["model"])
+        best_test, _, _ = score(result.model, test_set, vocab.pad_id, device)
+        records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
+        step = next((r["step"] for r in records if r.get("valid_accuracy") == best["valid_accuracy"]), None)
+        summary["best_valid"] = {"step": step, "valid_accuracy": best["valid_accuracy"], "test_accuracy": best_test}
+        models.append((f"{folder.name} (best valid, step {step})", best["valid_accuracy"], best_test))
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    print(comparison_table(cached_baselines(Path(args.out)), [(f"{folder.name} (this run)", valid_accuracy,
-                                                               test_accuracy)]))
+    print(comparison_table(cached_baselines(Path(args.out)), models))
     print(f"{result.train_seconds:.0f} s of training ({result.examples_per_second:.0f} examples/s), "
           f"{summary['wall_seconds']:.0f} s in all; summary in {folder / 'summary.json'}")
     return 0
