@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
+
+import pytest
 
 from course_lib.provided.layout import LAYOUT
 
@@ -21,7 +24,7 @@ def test_bench_encoder_compares_two_models_of_the_same_size(tmp_path) -> None:
                            "--steps", "1", "--device", "cpu", "--runs", str(tmp_path / "record.json")],
                           cwd=LAYOUT.root, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert re.search(r"finetune-a\s+250 s \(step 200\); test 85.0%", proc.stdout), proc.stdout
+    assert re.search(r"finetune-a\s+250 s \(step 200\); test 85.0% at the last step", proc.stdout), proc.stdout
     assert re.search(r"finetune-b\s+not beaten in 200 steps \(best valid 79.0%\)", proc.stdout), proc.stdout
     counts = re.findall(r"^(?:ours|torch)\S*.*?\s([\d,]+)\s+[\d.]+\s+[\d.]+$", proc.stdout, re.M)
     assert len(counts) == 2 and counts[0] == counts[1], proc.stdout  # the same model on both sides
@@ -41,3 +44,14 @@ def test_bench_grade_projects_a_class_from_its_fixed_part_and_its_part_per_learn
         assert abs(projected * 60 - (cold + 198 * per)) <= 0.05 * 60 + 198 * 0.005, proc.stdout
         assert 0 <= prepare <= cold
     assert re.search(r"one assignment per chapter: [\d.]+ min; goal < 15 min: (met|NOT met)", proc.stdout)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
+                    reason="torch.compile on the CPU needs a C compiler")
+def test_bench_encoder_compiles_both_sides_when_asked() -> None:
+    proc = subprocess.run([sys.executable, "solutions/scripts/bench_encoder.py", "--quick", "--rounds", "1",
+                           "--steps", "1", "--device", "cpu", "--compile", "--runs", "/nonexistent"],
+                          cwd=LAYOUT.root, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "torch.compile on both" in proc.stdout and "throughput ratio ours / PyTorch's" in proc.stdout
+    assert "no finished capstone runs under /nonexistent" in proc.stdout
