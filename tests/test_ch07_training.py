@@ -108,6 +108,21 @@ def test_noam_is_the_harness_warmup_inverse_sqrt_times_its_peak(impl) -> None:
         assert impl.seq2seq.noam_schedule(step, 64, 400) == pytest.approx(want, rel=1e-9), step
 
 
+def test_the_harness_case_gives_the_rates_a_real_lambdalr_sets(impl) -> None:
+    """The spec's "harness" probe computes LambdaLR's rates without building an optimizer (fast); here the
+    real LambdaLR, step by step, must set exactly those rates."""
+    spec = load_spec("07")
+    inputs = spec.schedule_inputs(3, d_model=16, warmup=3, steps=(0, 12))
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: impl.seq2seq.noam_schedule(k, 16, 3))
+    real = []
+    for _ in range(13):
+        real.append(optimizer.param_groups[0]["lr"])                      # the rate of this update
+        optimizer.step()
+        scheduler.step()
+    assert torch.equal(spec.harness_schedule(impl, inputs)["lr"], torch.tensor(real, dtype=torch.float64))
+
+
 def test_noam_peaks_at_the_end_of_warmup(impl) -> None:
     rates = [impl.seq2seq.noam_schedule(s, 512, 4000) for s in range(0, 12000, 7)]
     peak = max(range(len(rates)), key=rates.__getitem__) * 7

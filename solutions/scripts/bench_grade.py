@@ -88,7 +88,10 @@ def write_submissions(root: Path, n: int, chosen: list[str], notebooks: bool) ->
             files = learner_files(i, chapter, wrong[chapter])
             write(root / f"submissions_ch{chapter}" / f"{learner}_ch{chapter}", files,
                   {"learner": learner, "chapter": chapter}, books[chapter])
-            whole.update({m: t for m, t in files.items() if m in chapter_facts(chapter).modules})
+            own = chapter_facts(chapter).modules
+            whole.update({m: t for m, t in files.items() if m in own})
+            for m, t in files.items():  # a prerequisite not benched (--chapters): the reference's
+                whole.setdefault(m, t)
         write(root / "submissions_all" / learner, whole, {"learner": learner},
               [nb for c in chosen for nb in books[c]])
 

@@ -163,17 +163,16 @@ def schedule(impl, inputs: dict[str, Tensor]) -> Outputs:
 
 
 def harness_schedule(impl, inputs: dict[str, Tensor]) -> Outputs:
-    """The learning rates that the harness's LambdaLR sets for the first updates, with lr = 1."""
+    """The learning rates that the harness's LambdaLR sets for the first updates, with lr = 1.
+
+    LambdaLR sets lr * schedule(k) for update k, calling the schedule with k = 0 when it is built and
+    k = 1, 2, ... at each step after. The same calls, in the same order, without building an optimizer:
+    the first torch optimizer of a process imports torch._dynamo, a second of every graded submission.
+    (tests/test_ch07_training.py runs the schedule inside a real LambdaLR and the harness.)"""
     d_model, warmup = int(inputs["d_model"]), int(inputs["warmup"])
-    optimizer = torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=1.0)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: impl.seq2seq.noam_schedule(step, d_model, warmup))
-    rates = []
-    for _ in range(int(inputs["steps"].max()) + 1):
-        rates.append(optimizer.param_groups[0]["lr"])       # the rate of this update
-        optimizer.step()
-        scheduler.step()
-    return {"lr": torch.tensor(rates, dtype=torch.float64)}
+    base_lr = 1.0
+    rates = [base_lr * impl.seq2seq.noam_schedule(k, d_model, warmup) for k in range(int(inputs["steps"].max()) + 1)]
+    return {"lr": torch.tensor([float(r) for r in rates], dtype=torch.float64)}
 
 
 def _decode(impl, model: nn.Module, src: Tensor, inputs: dict[str, Tensor]) -> Outputs:
