@@ -7,7 +7,11 @@
 """
 from __future__ import annotations
 
+import datetime
 import json
+import os
+import platform
+import sys
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -113,10 +117,6 @@ def record_runs(out: Path) -> dict[str, Any]:
     ran (hardware, versions, date), the baselines, each pretraining run (steps, held-out masked-character
     accuracy, training seconds estimated from its metrics), and each fine-tuning run (its summary, and the
     step and time at which its valid accuracy first passed the TF-IDF baseline's, pretraining included)."""
-    import datetime
-    import platform
-    import sys
-
     import torch
 
     out = Path(out)
@@ -150,7 +150,7 @@ def record_runs(out: Path) -> dict[str, Any]:
     return {
         "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "hardware": {"machine": platform.machine(), "processor": platform.processor() or platform.machine(),
-                     "cpu_count": __import__("os").cpu_count(), "torch_threads": torch.get_num_threads(),
+                     "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                      "gpu": torch.cuda.get_device_name(0) if cuda else None},
         "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "platform": platform.platform()},
         "baselines": [vars(b) for b in baselines],

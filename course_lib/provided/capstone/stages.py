@@ -22,7 +22,7 @@ from .batching import Batch, Example, batch_order, collate, encode_reviews
 from .data import pretraining_text, reviews
 from .mlm import IGNORE_INDEX, MaskedLM, MLMBatch, mlm_batches, pretraining_chunks
 from .models import build_classifier
-from .report import cached_baselines, comparison_table
+from .report import cached_baselines, comparison_table, read_metrics
 from .vocab import CharVocab
 
 PRESETS: dict[str, dict[str, Any]] = {  # steps are optimizer steps; 217 batches of 64 make one epoch of train
@@ -137,11 +137,14 @@ def finetune(args: argparse.Namespace) -> int:
     if process_context().is_main and latest_checkpoint(folder / "checkpoints") is None:
         best_file.unlink(missing_ok=True)  # a fresh run: an earlier run's best is not this one's
 
+    best_valid = [best_so_far(folder)]  # read once: a resumed run goes on from its saved best
+
     def evaluate(net: nn.Module, device: torch.device) -> dict[str, float]:
         accuracy, loss, _ = score(net, valid_set, vocab.pad_id, device)
-        if accuracy > best_so_far(folder):  # the weights of the best valid accuracy yet, for model selection
+        if accuracy > best_valid[0]:  # the weights of the best valid accuracy yet, for model selection
             torch.save({"valid_accuracy": accuracy, "model": net.state_dict()}, best_file.with_suffix(".part"))
             best_file.with_suffix(".part").replace(best_file)
+            best_valid[0] = accuracy
         return {"valid_accuracy": accuracy, "valid_loss": loss}
 
     result = train(model, loss_fn, epoch_batches, train_config(run, args), evaluate=evaluate, out=folder,
@@ -159,8 +162,8 @@ def finetune(args: argparse.Namespace) -> int:
         best = torch.load(best_file, map_location=device, weights_only=True)
         result.model.load_state_dict(best["model"])
         best_test, _, _ = score(result.model, test_set, vocab.pad_id, device)
-        records = [json.loads(line) for line in (folder / "metrics.jsonl").read_text(encoding="utf-8").splitlines()]
-        step = next((r["step"] for r in records if r.get("valid_accuracy") == best["valid_accuracy"]), None)
+        step = next((r["step"] for r in read_metrics(folder / "metrics.jsonl")
+                     if r.get("valid_accuracy") == best["valid_accuracy"]), None)
         summary["best_valid"] = {"step": step, "valid_accuracy": best["valid_accuracy"], "test_accuracy": best_test}
         models.append((f"{folder.name} (best valid, step {step})", best["valid_accuracy"], best_test))
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
