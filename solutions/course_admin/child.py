@@ -1,7 +1,8 @@
 """The grading child: runs *inside* the sandbox, calls the learner's code, writes outputs as plain data.
 
-Copied into each sandbox as ``_grader_child.py`` and started as ``python -I -S _grader_child.py START``.
-It imports nothing from the grader: only the standard library, torch, the instructor's
+Copied into each sandbox as ``_grader_child.py`` and started as ``python -I -S _grader_child.py START``,
+or imported by the warm sandbox's fork server (zygote.py), which calls ``run(box, start)`` in each child
+it forks. It imports nothing from the grader: only the standard library, torch, the instructor's
 ``course_lib.provided`` and the chapter spec copied beside it. It never sees expected values.
 
 The job (``job.json``) lists one or more chapters, each with its spec, its inputs (``inputs_chNN.pt``,
@@ -20,7 +21,6 @@ import os
 import struct
 import sys
 
-BOX = os.path.dirname(os.path.abspath(__file__))
 MAX_MESSAGE = 600
 HEADER = struct.Struct("<IQ")   # = sandbox.RESULT_HEADER
 MAX_RESULT = 16 * 1024**2 - 4096  # under sandbox.Limits.result_bytes
@@ -117,12 +117,12 @@ def _sender(fd: int, save):
     return send
 
 
-def main() -> int:
-    start = int(sys.argv[1])
-    with open(os.path.join(BOX, "job.json"), encoding="utf-8") as fh:
+def run(box: str, start: int) -> int:
+    """Every case of the job in ``box`` (its ``job.json``) from case ``start`` on; the exit code."""
+    with open(os.path.join(box, "job.json"), encoding="utf-8") as fh:
         job = json.load(fh)
     # -I -S: no site, no .pth files, no script folder; the box (which always holds course_lib/) comes first.
-    sys.path[:0] = [BOX, job["site_packages"]]
+    sys.path[:0] = [box, job["site_packages"]]
     sys.stdout = _CappedStream(1, job["output_cap"])
     sys.stderr = _CappedStream(2, job["output_cap"])
 
@@ -141,15 +141,15 @@ def main() -> int:
     chapters = []  # (cases, probes, inputs) of each chapter, loaded before any learner code runs
     for chapter in job["chapters"]:
         name = f"course_spec_ch{chapter['chapter']}"
-        module_spec = importlib.util.spec_from_file_location(name, os.path.join(BOX, chapter["spec"]))
+        module_spec = importlib.util.spec_from_file_location(name, os.path.join(box, chapter["spec"]))
         spec = importlib.util.module_from_spec(module_spec)
         sys.modules[name] = spec
         module_spec.loader.exec_module(spec)
-        inputs = torch.load(os.path.join(BOX, chapter["inputs"]), weights_only=True)
+        inputs = torch.load(os.path.join(box, chapter["inputs"]), weights_only=True)
         chapters.append((chapter["cases"], dict(spec.PROBES), inputs))
 
     if job.get("audit"):
-        sys.addaudithook(_audit([BOX, job["python_prefix"], job["site_packages"]]))
+        sys.addaudithook(_audit([box, job["python_prefix"], job["site_packages"]]))
 
     send(job["ready_index"], {"kind": "ready"})  # setup done: from here on, learner code runs
 
@@ -171,6 +171,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    code = main()
+    code = run(os.path.dirname(os.path.abspath(__file__)), int(sys.argv[1]))
     sys.stdout.flush()
     os._exit(code)  # skip interpreter shutdown: learner atexit handlers and threads do not run

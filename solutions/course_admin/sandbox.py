@@ -16,6 +16,10 @@ and recorded in every grade row:
              The child's Python audit hook (sockets, subprocesses, files outside the sandbox) stops
              careless code, not a determined attacker: ``course grade`` asks for ``--trust-learners``.
 
+Under bwrap, the grading child normally does not come from ``run`` but from a warm sandbox (warm.py):
+one bwrap per grading process, with the same binds and limits, whose fork server forks a child per run
+and sweeps what it leaves; ``run`` is the cold way (``COURSE_GRADE_WARM=0``, and the rlimits fallback).
+
 Results never go through the file system: the command writes them to a pipe, whose fd it finds in
 $COURSE_RESULT_FD, as frames (``RESULT_HEADER``: case index, length, then a ``torch.save`` payload),
 and this process writes each complete frame to ``box/out/NNN.pt``, at most ``Limits.result_bytes`` a

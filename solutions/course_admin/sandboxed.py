@@ -22,7 +22,7 @@ import torch
 from course_lib.provided.checking import CheckFailure
 from course_lib.provided.layout import LAYOUT, owner_of
 
-from . import sandbox
+from . import sandbox, warm
 from .plan import Chapter
 from .rows import GradeRow, Options
 from .source_scan import with_source_scans
@@ -89,7 +89,7 @@ def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, wor
     files are missing gets ``missing`` rows and does not run; each chapter that runs has its own time
     budget (``opts.timeout_s``). A ready-made case ("built from scratch") is decided here, from the
     submitted bytes (source_scan.py). Returns the rows of each chapter, by number."""
-    box = Path(tempfile.mkdtemp(prefix="run_", dir=work))
+    box = Path(tempfile.mkdtemp(prefix="run_", dir=_spool(opts, work)))
     rows: dict[str, list[GradeRow]] = {}
     try:
         modules = list(dict.fromkeys(m for ch in chapters for m in ch.modules))
@@ -161,7 +161,6 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) ->
     """Run the child from the first case without a result until all have one or it has died too often.
     A chapter that runs past its time budget loses its remaining cases; the next chapter starts afresh.
     Returns a message for each case (global index) that the child could not finish."""
-    exe, _, _ = sandbox.python_paths()
     messages: dict[int, str] = {}
     n = segments[-1].end
     start, restarts = 0, 0
@@ -170,9 +169,7 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) ->
     while start < n:
         left = sum(1 for s in segments if s.end > start)
         limits = sandbox.Limits(wall_s=budget * left + 5, memory_bytes=opts.memory_mb * 1024**2)
-        inner = [str(exe), "-I", "-S", "/sandbox/_grader_child.py", str(start)]
-        result = sandbox.run(box, inner, limits, opts.isolation, log,
-                             watchdog=_Watchdog(box / "out", segments, start, budget))
+        result = _launch(box, start, limits, opts.isolation, log, _Watchdog(box / "out", segments, start, budget))
         done = {int(p.stem) for p in (box / "out").glob("[0-9][0-9][0-9].pt")}
         gap = next((i for i in range(start, n) if i not in done), None)
         if gap is None:
@@ -194,6 +191,27 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) ->
             _rest(messages, start, n, f"not run: the grading process ended {restarts} times")
             break
     return messages
+
+
+def _spool(opts: Options, work: Path) -> Path:
+    """Where a run's folder is made: the warm sandbox's spool under bwrap, else the learner's scratch."""
+    ready = warm.current() if warm.enabled(opts.isolation) else None
+    return ready.spool if ready is not None else work
+
+
+def _launch(box: Path, start: int, limits: sandbox.Limits, isolation: str, log: Path,
+            watchdog: _Watchdog) -> sandbox.RunResult:
+    """The grading child on ``box`` from case ``start``: forked by the warm sandbox when the box is in
+    its spool, else in a sandbox of its own (a new bwrap or rlimits process)."""
+    ready = warm.current() if warm.enabled(isolation) else None
+    if ready is not None and box.parent == ready.spool:
+        try:
+            return ready.run(box, start, limits, log, watchdog)
+        except warm.ZygoteError as exc:
+            warm.broken(exc)
+    exe, _, _ = sandbox.python_paths()
+    inner = [str(exe), "-I", "-S", "/sandbox/_grader_child.py", str(start)]
+    return sandbox.run(box, inner, limits, isolation, log, watchdog=watchdog)
 
 
 def _rest(messages: dict[int, str], start: int, end: int, text: str) -> None:

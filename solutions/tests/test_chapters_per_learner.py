@@ -98,8 +98,8 @@ def test_one_child_grades_a_chapter_and_what_it_builds_on(tmp_path: Path, monkey
 
     write_folder(tmp_path / "zoe", FILES["03"])
     runs = []
-    real = sandbox.run
-    monkeypatch.setattr(sandboxed.sandbox, "run", lambda *a, **k: runs.append(a[1]) or real(*a, **k))
+    real = sandboxed._launch
+    monkeypatch.setattr(sandboxed, "_launch", lambda *a, **k: runs.append(a[1]) or real(*a, **k))
     opts = Options(isolation=sandbox.detect(), timeout_s=60, notebooks=False)
     work = tmp_path / "work"
     work.mkdir()

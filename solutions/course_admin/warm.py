@@ -1,0 +1,216 @@
+"""A warm sandbox: one bubblewrap sandbox per grading process whose fork server (zygote.py) has imported
+torch once, and forks a fresh grading child for each run, one at a time.
+
+Why: starting Python and importing torch costs about 1.5 s of CPU, and it was most of a submission's
+cost when each chapter is its own assignment. The cold way (sandbox.run: a new bwrap and a new Python
+per run) stays for the rlimits fallback and behind ``COURSE_GRADE_WARM=0``.
+
+What a learner's run gets is what sandbox.run gives under bwrap: the same namespaces, read-only root,
+64 MiB /tmp, rlimits (set by the zygote in the child), the cgroup (one for the sandbox's life), the
+result pipe and a log of its own. What it could leave for the next learner is swept by the zygote
+before it reports the run's end (zygote.py: every other process killed, /tmp emptied, no System V IPC
+object); anything it cannot sweep, a zygote that dies, stops answering or says anything unexpected,
+and a run that is stopped at its time limit all make this side throw the whole sandbox away (every
+process killed from outside, cgroup included) and start a new one for the next run.
+
+The runs' folders are made in ``spool()``, bound read-only at /sandbox; only the run being graded is
+there while it runs.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from multiprocessing import util
+from pathlib import Path
+
+from . import procs, reaper, sandbox
+
+SWITCH = "COURSE_GRADE_WARM"
+HERE = Path(__file__).resolve().parent
+FILES = {"zygote.py": HERE / "zygote.py", "child.py": HERE / "child.py"}
+START_S = 120.0  # importing torch on a loaded machine
+
+
+def enabled(isolation: str) -> bool:
+    """Whether runs of this isolation go through the warm sandbox: bwrap, unless COURSE_GRADE_WARM=0."""
+    return isolation == "bwrap" and os.environ.get(SWITCH, "1") != "0"
+
+
+class ZygoteError(RuntimeError):
+    """The warm sandbox could not start: said once, then this process grades the cold way."""
+
+
+class WarmSandbox:
+    def __init__(self, files: dict[str, Path] = FILES) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=f"{reaper.Cgroup.PREFIX}{os.getpid()}_warm_"))
+        self.spool = self.root / "spool"
+        (self.spool / "_zygote").mkdir(parents=True)
+        for name, source in files.items():
+            shutil.copyfile(source, self.spool / "_zygote" / name)
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.key: tuple | None = None
+        self.cgroup: reaper.Cgroup | None = None
+        self.token = ""
+        self.starts = 0  # sandboxes started: one, unless runs ended badly
+
+    # ------------------------------------------------------------------ life of the sandbox
+    def _start(self, limits: sandbox.Limits) -> None:
+        exe, _, site = procs.python_paths()
+        self.cgroup = reaper.Cgroup(limits.max_processes, limits.memory_bytes + 512 * 1024**2)
+        token_var, self.token = reaper.new_token()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        argv = procs.bwrap_root(limits.tmp_bytes) + [
+            "--ro-bind", str(self.spool), "/sandbox", "--chdir", "/sandbox", "--setenv", "HOME", "/tmp",
+            "--remount-ro", "/dev", "--remount-ro", "/", "--",
+            str(exe), "-I", "-S", "/sandbox/_zygote/zygote.py", str(site)]
+        # no RLIMIT_CPU here: the zygote lives for many runs; each child gets the run's own limits
+        prlimit = ["prlimit", f"--as={limits.memory_bytes}", f"--fsize={limits.file_bytes}",
+                   f"--nofile={limits.open_files}", "--core=0", "--"]
+        join = "".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))} && " for d in self.cgroup.dirs)
+        script = f"{join}trap '' XFSZ && exec " + " ".join(shlex.quote(a) for a in prlimit + argv)
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", token_var: self.token,
+               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
+               "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": "/tmp", "COURSE_ZYGOTE_FD": str(theirs.fileno())}
+        with open(self.root / "zygote.log", "ab") as log:
+            self.proc = subprocess.Popen(["/bin/sh", "-c", script], stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, cwd=self.spool, env=env,
+                                         start_new_session=True, close_fds=True, pass_fds=(theirs.fileno(),))
+        theirs.close()
+        self.sock, self.key = ours, self._key(limits)
+        self.starts += 1
+        if "ready" not in self._receive(START_S):
+            tail = (self.root / "zygote.log").read_text(errors="replace").strip()[-400:]
+            self.stop()
+            raise ZygoteError(f"the warm sandbox did not start: {tail or 'no output'}")
+
+    @staticmethod
+    def _key(limits: sandbox.Limits) -> tuple:
+        return limits.memory_bytes, limits.max_processes, limits.tmp_bytes, limits.file_bytes, limits.open_files
+
+    def stop(self) -> None:
+        """Kill the whole sandbox from outside: its process tree, its cgroup, its token."""
+        if self.proc is not None:
+            reaper.kill_tree(self.proc.pid)
+            self.proc.wait()
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+            self.cgroup.remove()
+        if self.token:
+            reaper.kill_token(self.token)
+        if self.sock is not None:
+            self.sock.close()
+        self.proc = self.sock = self.cgroup = self.key = None
+        self.token = ""
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # ------------------------------------------------------------------ messages
+    def _receive(self, seconds: float, watchdog: Callable[[], bool] | None = None) -> dict:
+        """The zygote's next message; {} when it closed the socket, said something malformed, or
+        ``seconds`` passed (or ``watchdog`` said stop) first: {"timeout": True} then."""
+        deadline = time.monotonic() + seconds
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or (watchdog is not None and watchdog()):
+                return {"timeout": True}
+            ready, _, _ = select.select([self.sock], [], [], min(0.1, left))
+            if not ready:
+                continue
+            try:
+                data = self.sock.recv(1 << 12)
+                message = json.loads(data) if data else {}
+            except (OSError, ValueError):
+                return {}
+            ok = isinstance(message, dict) and len(message) <= 2 and all(
+                (k == "left" and isinstance(v, str)) or (k != "left" and type(v) is int) for k, v in message.items())
+            return message if ok else {}
+
+    # ------------------------------------------------------------------ one run
+    def run(self, box: Path, start: int, limits: sandbox.Limits, log: Path,
+            watchdog: Callable[[], bool] | None = None) -> sandbox.RunResult:
+        """What sandbox.run does for the grading child, in a child forked by the warm zygote."""
+        if box.parent != self.spool:
+            raise ValueError(f"{box} is not in the warm sandbox's spool {self.spool}")
+        if self.proc is None or self.proc.poll() is not None or self.key != self._key(limits):
+            self.stop()
+            self._start(limits)
+        request = {"box": f"/sandbox/{box.name}", "start": start,
+                   "limits": {"as": limits.memory_bytes, "fsize": limits.file_bytes, "nofile": limits.open_files,
+                              "cpu": int(limits.wall_s) + 5, "core": 0}}
+        (box / "out").mkdir(exist_ok=True)
+        read_end, write_end = os.pipe()
+        collector = sandbox._Collector(read_end, box / "out", limits)
+        ended: dict = {}
+        try:
+            with open(log, "wb") as out:
+                try:
+                    socket.send_fds(self.sock, [json.dumps(request).encode()], [write_end, out.fileno()])
+                    sent = True
+                except OSError:
+                    sent = False
+            os.close(write_end)
+            write_end = -1
+            started = self._receive(30.0) if sent else {}
+            if "started" in started:
+                ended = self._receive(limits.wall_s, watchdog)
+        finally:
+            if write_end >= 0:
+                os.close(write_end)
+            if "status" not in ended or ended.get("left"):
+                self.stop()  # timed out, died, said something odd, or left what it could not sweep
+            collector.finish()
+        sandbox._cap_log(log, limits.output_keep)
+        if ended.get("left"):
+            with open(log, "ab") as fh:
+                fh.write(f"\n[warm sandbox thrown away: {ended['left']}]\n".encode())
+        if "status" in ended:
+            return sandbox.RunResult(os.waitstatus_to_exitcode(ended["status"]), False)
+        if ended.get("timeout"):
+            return sandbox.RunResult(None, True)
+        return sandbox.RunResult(-9, False)  # the sandbox itself ended: reported as the run being killed
+
+
+_WARM: WarmSandbox | None = None
+_BROKEN = ""
+
+
+def current() -> WarmSandbox | None:
+    """This process's warm sandbox (made on first use, closed at exit), or None when it failed to start."""
+    global _WARM
+    if _BROKEN:
+        return None
+    if _WARM is None:
+        _WARM = WarmSandbox()
+        atexit.register(shutdown)
+        util.Finalize(None, shutdown, exitpriority=10)  # a worker process of a pool skips atexit
+    return _WARM
+
+
+def broken(exc: ZygoteError) -> None:
+    """The warm sandbox cannot start here: say so once; this process grades the cold way from now on."""
+    global _BROKEN
+    if not _BROKEN:
+        print(f"course grade: {exc}; grading the cold way (a new sandbox per run, as safe, slower)",
+              file=sys.stderr)
+    _BROKEN = str(exc)
+    shutdown()
+
+
+def shutdown() -> None:
+    global _WARM
+    if _WARM is not None:
+        _WARM.close()
+        _WARM = None

@@ -1,0 +1,167 @@
+"""The fork server of a warm sandbox: runs *inside* bubblewrap, imports torch once, then forks one grading
+child per request, strictly one at a time, and sweeps what that child left before it answers.
+
+Started by warm.py as ``python -I -S /sandbox/_zygote/zygote.py SITE_PACKAGES`` with one end of a
+SOCK_SEQPACKET socket at fd $COURSE_ZYGOTE_FD. Messages are JSON, one a packet:
+
+    zygote -> worker  {"ready": pid}                 torch and the child imported, nothing forked yet
+    worker -> zygote  {"box": "/sandbox/run_...", "start": n, "limits": {...}}
+                      with two fds: the result pipe's write end and the log file
+    zygote -> worker  {"started": pid}
+    zygote -> worker  {"status": wait status, "left": ""}    the child ended and the sandbox was swept;
+                      "left" names what could not be swept (the worker then throws the sandbox away)
+
+Each child closes the control socket, every fd but stdin, the log (as 1 and 2) and the result pipe (as
+3), takes the run's rlimits and a session of its own, and only then imports the learner's code
+(child.run). The zygote is not dumpable (PR_SET_DUMPABLE 0), so no process of the sandbox can ptrace
+it or open its /proc/<pid>/fd: the socket stays out of a learner's reach. A child can kill or stop the
+zygote: the worker then sees the socket close or the time run out, and throws the sandbox away.
+
+The sweep between children: SIGKILL to every process of the sandbox (kill(-1): all but its init and
+the zygote) until none is left, /tmp emptied, every System V IPC object removed (the sandbox has its own
+IPC namespace). Nothing else is writable.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib.util  # noqa: F401 - imported once here, not in every child
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULT_FD = 3
+PR_SET_DUMPABLE = 4
+LIMITS = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE, "nofile": resource.RLIMIT_NOFILE,
+          "cpu": resource.RLIMIT_CPU, "core": resource.RLIMIT_CORE}
+_LIBC = ctypes.CDLL(None, use_errno=True)
+IPC_RMID = {"shm": lambda i: _LIBC.shmctl(i, 0, None), "sem": lambda i: _LIBC.semctl(i, 0, 0),
+            "msg": lambda i: _LIBC.msgctl(i, 0, None)}  # 0 is IPC_RMID
+
+
+def _dumpable(flag: int) -> None:
+    if _LIBC.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl(PR_SET_DUMPABLE, {flag}) failed")
+
+
+def _others() -> list[int]:
+    """Live processes of the sandbox other than its init (pid 1) and this zygote."""
+    me, found = os.getpid(), []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in (1, me):
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            if stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X"):  # zombies are init's to reap
+                found.append(int(name))
+    return found
+
+
+def _remove(path: str) -> None:
+    """Remove a file or a whole tree, making each folder writable first (a learner may chmod 000)."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.chmod(path, 0o700)
+        for name in os.listdir(path):
+            _remove(os.path.join(path, name))
+        os.rmdir(path)
+    else:
+        os.unlink(path)
+
+
+def sweep() -> str:
+    """Kill every other process, empty /tmp, check System V IPC. '' when clean, else what is left."""
+    for _ in range(200):
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if not _others():
+            break
+        time.sleep(0.005)
+    else:
+        return f"processes {_others()} survived SIGKILL"
+    for name in os.listdir("/tmp"):
+        try:
+            _remove(os.path.join("/tmp", name))
+        except OSError:
+            pass
+    if os.listdir("/tmp"):
+        return f"/tmp could not be emptied ({sorted(os.listdir('/tmp'))[:3]})"
+    for kind in IPC_RMID:
+        for ipc_id in _ipc_ids(kind):
+            IPC_RMID[kind](ipc_id)
+        if _ipc_ids(kind):
+            return f"System V IPC ({kind}) objects could not be removed"
+    return ""
+
+
+def _ipc_ids(kind: str) -> list[int]:
+    """The ids of the sandbox's System V IPC objects of one kind (its IPC namespace is its own)."""
+    with open(f"/proc/sysvipc/{kind}", encoding="ascii") as fh:
+        return [int(line.split()[1]) for line in fh.read().strip().splitlines()[1:]]
+
+
+def _child(sock: socket.socket, fds: list[int], request: dict, run) -> None:
+    """In the forked child: fds, session, limits, then the grading child proper. Never returns."""
+    code = 70
+    try:
+        sock.detach()  # its fd is closed below; the object must not close a reused number later
+        result_fd, log_fd = fds
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        if result_fd != RESULT_FD:
+            os.dup2(result_fd, RESULT_FD)
+        os.closerange(RESULT_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+        os.setsid()
+        _dumpable(1)  # like any fresh process; the zygote, its parent, stays undumpable
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file over the limit fails to write, never kills
+        for name, value in request["limits"].items():
+            resource.setrlimit(LIMITS[name], (value, value))
+        os.environ["COURSE_RESULT_FD"] = str(RESULT_FD)
+        os.chdir(request["box"])
+        code = run(request["box"], int(request["start"]))
+        sys.stdout.flush()
+    except BaseException:  # noqa: BLE001 - whatever happens, the child never returns into the zygote's loop
+        try:
+            os.write(2, traceback.format_exc().encode(errors="replace")[-4000:])
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        os._exit(code)
+
+
+def main() -> int:
+    sock = socket.socket(fileno=int(os.environ.pop("COURSE_ZYGOTE_FD")))
+    _dumpable(0)
+    sys.path[:0] = [HERE, sys.argv[1]]
+    import torch  # noqa: F401 - the point of the zygote: every child finds it imported
+    import child  # the grading child (child.py), copied beside this file
+
+    sys.path[:2] = []  # children put their own box first
+    sock.send(json.dumps({"ready": os.getpid()}).encode())
+    while True:
+        message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
+        if not message:
+            return 0  # the worker closed the socket
+        request = json.loads(message)
+        if len(fds) != 2:
+            raise RuntimeError(f"a request came with {len(fds)} fds, not 2")
+        pid = os.fork()
+        if pid == 0:
+            _child(sock, fds, request, child.run)
+        for fd in fds:
+            os.close(fd)
+        sock.send(json.dumps({"started": pid}).encode())
+        _, status = os.waitpid(pid, 0)
+        sock.send(json.dumps({"status": status, "left": sweep()}).encode())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""The warm sandbox (course_admin/warm.py, zygote.py): one learner's run must leave nothing that the next
+learner's run can see, and a learner who attacks the fork server harms only their own run.
+
+Each test grades small hand-made runs: a learner module ``course_lib/hostile.py`` whose import does the
+planted harm, and a spec whose one probe calls its ``look()``, which reports what the run sees of the
+sandbox (other processes, /tmp, System V IPC, open sockets, the zygote's fds, its own limits). Planted:
+a zygote whose sweep does nothing lets the next learner see all of it, so these tests can fail.
+Needs bubblewrap (skipped where it does not work).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from course_lib.provided.layout import LAYOUT
+
+REPO = LAYOUT.root
+pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "warm.py").is_file(),
+                                reason="the grader ships only with the instructor's repository")
+
+SPEC = "PROBES = {'look': lambda impl, inputs: impl.hostile.look()}\n"
+
+LOOK = '''
+import os, resource, torch
+
+def look():
+    me, parent = os.getpid(), os.getppid()
+    others = 0
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in (1, me, parent):
+            try:
+                state = open(f"/proc/{name}/stat", "rb").read().rsplit(b")", 1)[1].split()[0]
+            except OSError:
+                continue
+            others += state != b"Z"
+    ipc = sum(len(open(f"/proc/sysvipc/{k}").read().strip().splitlines()) - 1 for k in ("shm", "sem", "msg"))
+    sockets = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            sockets += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:
+            pass
+    zygote_fds = 0  # the zygote's fds (its control socket among them) that this run could open
+    for path in [f"/proc/{parent}/mem", f"/proc/{parent}/environ"] + [f"/proc/{parent}/fd/{n}" for n in range(64)]:
+        try:
+            os.close(os.open(path, os.O_RDONLY))
+            zygote_fds += 1
+        except OSError:
+            pass
+    return {"others": torch.tensor(others), "tmp": torch.tensor(len(os.listdir("/tmp"))),
+            "ipc": torch.tensor(ipc), "sockets": torch.tensor(sockets), "zygote_fds": torch.tensor(zygote_fds),
+            "as": torch.tensor(resource.getrlimit(resource.RLIMIT_AS)[1]),
+            "cpu": torch.tensor(resource.getrlimit(resource.RLIMIT_CPU)[1])}
+'''
+
+LEAVES_EVERYTHING = '''
+import ctypes, os, time
+if os.fork() == 0:  # a daemon in a session of its own
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(600)
+    os._exit(0)
+if os.fork() == 0:  # a process in user and PID namespaces of its own (where the kernel allows them)
+    if ctypes.CDLL(None).unshare(0x10000000 | 0x20000000) == 0 and os.fork() == 0:  # CLONE_NEWUSER|NEWPID
+        time.sleep(600)
+    time.sleep(600)
+open("/tmp/left_by_a", "w").write("a")
+os.makedirs("/tmp/locked/inner")
+os.chmod("/tmp/locked", 0)
+ctypes.CDLL(None).shmget(0x5eed, 4096, 0o1000 | 0o666)  # IPC_CREAT
+time.sleep(0.2)
+'''
+
+CLEAN = {"others": 0, "tmp": 0, "ipc": 0, "sockets": 0, "zygote_fds": 0}
+
+
+@pytest.fixture
+def warm_cls():
+    from course_admin import procs, warm
+
+    if not procs.bwrap_works()[0]:
+        pytest.skip("bubblewrap does not work here")
+    made = []
+
+    def make(**kw):
+        made.append(warm.WarmSandbox(**kw))
+        return made[-1]
+    yield make
+    for w in made:
+        w.close()
+
+
+def run(w, harm: str, wall: float = 30.0):
+    """One learner's run in warm sandbox ``w``: (RunResult, what look() saw or None, log text)."""
+    from course_admin import procs, sandbox
+
+    box = Path(tempfile.mkdtemp(prefix="run_", dir=w.spool))
+    package = box / "course_lib"
+    shutil.copytree(LAYOUT.course_lib / "provided", package / "provided",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copy2(LAYOUT.course_lib / "__init__.py", package / "__init__.py")
+    (package / "hostile.py").write_text(harm + LOOK)
+    (box / "tests" / "specs").mkdir(parents=True)
+    (box / "tests" / "specs" / "ch99.py").write_text(SPEC)
+    torch.save([{}], box / "inputs_ch99.pt")
+    _, prefix, site = procs.python_paths()
+    (box / "job.json").write_text(json.dumps({
+        "site_packages": str(site), "python_prefix": str(prefix), "output_cap": 1 << 20, "audit": False,
+        "ready_index": 999, "chapters": [{"chapter": "99", "spec": "tests/specs/ch99.py", "inputs": "inputs_ch99.pt",
+                                          "cases": [{"index": 0, "local": 0, "probe": "look"}]}]}))
+    log = w.root / f"{box.name}.log"
+    limits = sandbox.Limits(wall_s=wall, memory_bytes=2 * 1024**3)
+    try:
+        result = w.run(box, 0, limits, log)
+        out = box / "out" / "000.pt"
+        record = torch.load(out, weights_only=True) if out.is_file() else None
+        seen = {k: v.tolist() for k, v in record["outputs"].items()} if record and record["kind"] == "outputs" else None
+        return result, seen, log.read_text(errors="replace")
+    finally:
+        shutil.rmtree(box, ignore_errors=True)
+
+
+def clean_view(seen: dict) -> dict:
+    return {k: seen[k] for k in CLEAN}
+
+
+def test_a_run_sees_a_clean_sandbox_with_its_limits(warm_cls):
+    w = warm_cls()
+    result, seen, log = run(w, "", wall=30.0)
+    assert result.returncode == 0 and seen is not None, log
+    assert clean_view(seen) == CLEAN
+    assert seen["as"] == 2 * 1024**3 and seen["cpu"] == 35  # the run's own limits, wall + 5 s of CPU
+
+
+def test_what_a_learner_leaves_is_gone_for_the_next(warm_cls):
+    w = warm_cls()
+    result, seen, log = run(w, LEAVES_EVERYTHING)
+    assert result.returncode == 0 and seen is not None, log
+    assert seen["others"] >= 1 and seen["tmp"] == 2 and seen["ipc"] == 1  # the harm was done
+    result, seen, log = run(w, "")
+    assert result.returncode == 0, log
+    assert clean_view(seen) == CLEAN
+    assert w.starts == 1  # swept, not thrown away
+
+
+def test_planted_zygote_that_does_not_sweep_is_caught(warm_cls):
+    """The planted wrong fork server: its sweep does nothing, and the next learner sees the leftovers."""
+    from course_admin import warm
+
+    source = warm.FILES["zygote.py"].read_text()
+    lazy = source.replace('def sweep() -> str:\n', 'def sweep() -> str:\n    return ""\n', 1)
+    assert lazy != source
+    planted = Path(tempfile.mkdtemp()) / "zygote.py"
+    planted.write_text(lazy)
+    w = warm_cls(files={"zygote.py": planted, "child.py": warm.FILES["child.py"]})
+    run(w, LEAVES_EVERYTHING)
+    result, seen, log = run(w, "")
+    assert result.returncode == 0, log
+    assert clean_view(seen) != CLEAN
+    assert seen["others"] >= 1 and seen["tmp"] == 2 and seen["ipc"] == 1
+    shutil.rmtree(planted.parent)
+
+
+@pytest.mark.parametrize("harm, expect", [
+    ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(2)\n", "ended"),
+    ("import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n", "timed out"),
+    ("import os, signal\nos.kill(-1, signal.SIGKILL)\n", "ended"),
+])
+def test_attacking_the_zygote_harms_only_that_run(warm_cls, harm, expect):
+    w = warm_cls()
+    result, _, log = run(w, harm, wall=4.0)
+    if expect == "timed out":
+        assert result.timed_out, (result, log)
+    else:
+        assert result.returncode == -9 and not result.timed_out, (result, log)
+    result, seen, log = run(w, "")
+    assert result.returncode == 0 and seen is not None, log
+    assert clean_view(seen) == CLEAN
+    assert w.starts == 2  # the attacked sandbox was thrown away; the next learner got a new one
+
+
+def test_a_box_outside_the_spool_is_refused(warm_cls, tmp_path):
+    from course_admin import sandbox
+
+    w = warm_cls()
+    with pytest.raises(ValueError, match="spool"):
+        w.run(tmp_path, 0, sandbox.Limits(), tmp_path / "log")
