@@ -166,6 +166,11 @@ class WarmSandbox:
             started = self._receive(30.0) if sent else {}
             if "started" in started:
                 ended = self._receive(limits.wall_s, watchdog)
+            if "status" in ended:
+                try:
+                    returncode = os.waitstatus_to_exitcode(ended["status"])
+                except ValueError:  # not the status of an ended process: the zygote is not to be trusted
+                    ended = {}
         finally:
             if write_end >= 0:
                 os.close(write_end)
@@ -177,7 +182,7 @@ class WarmSandbox:
             with open(log, "ab") as fh:
                 fh.write(f"\n[warm sandbox thrown away: {ended['left']}]\n".encode())
         if "status" in ended:
-            return sandbox.RunResult(os.waitstatus_to_exitcode(ended["status"]), False)
+            return sandbox.RunResult(returncode, False)
         if ended.get("timeout"):
             return sandbox.RunResult(None, True)
         return sandbox.RunResult(-9, False)  # the sandbox itself ended: reported as the run being killed

@@ -19,7 +19,9 @@ zygote: the worker then sees the socket close or the time run out, and throws th
 
 The sweep between children: SIGKILL to every process of the sandbox (kill(-1): all but its init and
 the zygote) until none is left, /tmp emptied, every System V IPC object removed (the sandbox has its own
-IPC namespace). Nothing else is writable.
+IPC namespace). Nothing else is writable. Last, what another process of the same uid can change in the
+zygote and every later child would inherit (rlimits, nice, scheduling, affinity, I/O priority, OOM
+score) must be as it was at start; if not, the worker throws the sandbox away.
 """
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ LIMITS = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE, "nofile": re
 _LIBC = ctypes.CDLL(None, use_errno=True)
 IPC_RMID = {"shm": lambda i: _LIBC.shmctl(i, 0, None), "sem": lambda i: _LIBC.semctl(i, 0, 0),
             "msg": lambda i: _LIBC.msgctl(i, 0, None)}  # 0 is IPC_RMID
+IOPRIO_GET = {"x86_64": 252, "aarch64": 31}  # syscall numbers; IOPRIO_WHO_PROCESS is 1
 
 
 def _dumpable(flag: int) -> None:
@@ -75,8 +78,21 @@ def _remove(path: str) -> None:
         os.unlink(path)
 
 
-def sweep() -> str:
-    """Kill every other process, empty /tmp, check System V IPC. '' when clean, else what is left."""
+def attributes() -> tuple:
+    """What a process of the same uid can change in the zygote from outside, and its children inherit:
+    every rlimit (prlimit(2)), nice, scheduling policy and priority, CPU affinity, I/O priority and
+    oom_score_adj (/proc/<pid>/ is the sandbox user's: the uid it maps to outside owns it)."""
+    with open("/proc/self/oom_score_adj", encoding="ascii") as fh:
+        oom = fh.read().strip()
+    ioprio = _LIBC.syscall(IOPRIO_GET[os.uname().machine], 1, 0) if os.uname().machine in IOPRIO_GET else None
+    return (tuple(resource.getrlimit(getattr(resource, n)) for n in sorted(dir(resource)) if n.startswith("RLIMIT_")),
+            os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), os.sched_getparam(0).sched_priority,
+            tuple(sorted(os.sched_getaffinity(0))), ioprio, oom)
+
+
+def sweep(start: tuple) -> str:
+    """Kill every other process, empty /tmp, remove System V IPC objects, check that the zygote's
+    ``attributes()`` are still ``start``. '' when clean, else what is left."""
     for _ in range(200):
         try:
             os.kill(-1, signal.SIGKILL)
@@ -99,6 +115,8 @@ def sweep() -> str:
             IPC_RMID[kind](ipc_id)
         if _ipc_ids(kind):
             return f"System V IPC ({kind}) objects could not be removed"
+    if attributes() != start:
+        return "the zygote's limits, priority, affinity or OOM score were changed"
     return ""
 
 
@@ -145,6 +163,7 @@ def main() -> int:
     import child  # the grading child (child.py), copied beside this file
 
     sys.path[:2] = []  # children put their own box first
+    start = attributes()
     sock.send(json.dumps({"ready": os.getpid()}).encode())
     while True:
         message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
@@ -159,8 +178,11 @@ def main() -> int:
         for fd in fds:
             os.close(fd)
         sock.send(json.dumps({"started": pid}).encode())
-        _, status = os.waitpid(pid, 0)
-        sock.send(json.dumps({"status": status, "left": sweep()}).encode())
+        while True:
+            _, status = os.waitpid(pid, 0)
+            if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+                break  # else stopped: a child that made the zygote its tracer (PTRACE_TRACEME) stays stopped
+        sock.send(json.dumps({"status": status, "left": sweep(start)}).encode())
 
 
 if __name__ == "__main__":

@@ -54,6 +54,10 @@ def look():
             pass
     return {"others": torch.tensor(others), "tmp": torch.tensor(len(os.listdir("/tmp"))),
             "ipc": torch.tensor(ipc), "sockets": torch.tensor(sockets), "zygote_fds": torch.tensor(zygote_fds),
+            "nice": torch.tensor(os.getpriority(os.PRIO_PROCESS, 0)),
+            "stack": torch.tensor(resource.getrlimit(resource.RLIMIT_STACK)[0]),
+            "cpus": torch.tensor(len(os.sched_getaffinity(0))),
+            "oom": torch.tensor(int(open("/proc/self/oom_score_adj").read())),
             "as": torch.tensor(resource.getrlimit(resource.RLIMIT_AS)[1]),
             "cpu": torch.tensor(resource.getrlimit(resource.RLIMIT_CPU)[1])}
 '''
@@ -77,6 +81,15 @@ time.sleep(0.2)
 '''
 
 CLEAN = {"others": 0, "tmp": 0, "ipc": 0, "sockets": 0, "zygote_fds": 0}
+
+# What a run can change in the zygote (same uid: prlimit, setpriority, sched_setaffinity, its /proc
+# files), which every later child would inherit.
+ZYGOTE_HARMS = {
+    "nice": "import os\nos.setpriority(os.PRIO_PROCESS, os.getppid(), 19)\n",
+    "stack": "import os, resource\nresource.prlimit(os.getppid(), resource.RLIMIT_STACK, (1 << 20, 1 << 20))\n",
+    "cpus": "import os\nos.sched_setaffinity(os.getppid(), {min(os.sched_getaffinity(0))})\n",
+    "oom": "import os\nopen(f'/proc/{os.getppid()}/oom_score_adj', 'w').write('1000')\n",
+}
 
 
 @pytest.fixture
@@ -153,7 +166,7 @@ def test_planted_zygote_that_does_not_sweep_is_caught(warm_cls):
     from course_admin import warm
 
     source = warm.FILES["zygote.py"].read_text()
-    lazy = source.replace('def sweep() -> str:\n', 'def sweep() -> str:\n    return ""\n', 1)
+    lazy = source.replace('def sweep(start: tuple) -> str:\n', 'def sweep(start: tuple) -> str:\n    return ""\n', 1)
     assert lazy != source
     planted = Path(tempfile.mkdtemp()) / "zygote.py"
     planted.write_text(lazy)
@@ -190,3 +203,51 @@ def test_a_box_outside_the_spool_is_refused(warm_cls, tmp_path):
     w = warm_cls()
     with pytest.raises(ValueError, match="spool"):
         w.run(tmp_path, 0, sandbox.Limits(), tmp_path / "log")
+
+
+def _zygote_harm(w, harm: str) -> tuple[dict, dict]:
+    """(what a run saw before the harm, what the run after it saw)."""
+    _, before, log = run(w, "")
+    assert before is not None, log
+    if harm == "cpus" and before["cpus"] < 2:
+        pytest.skip("one CPU: an affinity cannot be narrowed")
+    result, seen, log = run(w, ZYGOTE_HARMS[harm])
+    assert result.returncode == 0 and seen is not None, log
+    result, after, log = run(w, "")
+    assert result.returncode == 0 and after is not None, log
+    return before, after
+
+
+@pytest.mark.parametrize("harm", sorted(ZYGOTE_HARMS))
+def test_what_a_run_changes_in_the_zygote_is_not_inherited(warm_cls, harm):
+    w = warm_cls()
+    before, after = _zygote_harm(w, harm)
+    assert after[harm] == before[harm]
+    assert w.starts == 2  # thrown away after the harm
+
+
+@pytest.mark.parametrize("harm", sorted(ZYGOTE_HARMS))
+def test_planted_zygote_that_does_not_check_itself_is_caught(warm_cls, harm):
+    """The planted wrong fork server skips the check of its own attributes: the next run inherits the harm."""
+    from course_admin import warm
+
+    source = warm.FILES["zygote.py"].read_text()
+    lazy = source.replace("    if attributes() != start:\n", "    if False:\n", 1)
+    assert lazy != source
+    planted = Path(tempfile.mkdtemp()) / "zygote.py"
+    planted.write_text(lazy)
+    w = warm_cls(files={"zygote.py": planted, "child.py": warm.FILES["child.py"]})
+    before, after = _zygote_harm(w, harm)
+    assert after[harm] != before[harm]
+    assert w.starts == 1
+    shutil.rmtree(planted.parent)
+
+
+def test_a_run_that_makes_the_zygote_its_tracer_harms_only_itself(warm_cls):
+    """PTRACE_TRACEME, then a signal: the run stops, is not taken for ended, and runs out of time."""
+    w = warm_cls()
+    harm = "import ctypes, os, signal\nctypes.CDLL(None).ptrace(0, 0, None, None)\nos.kill(os.getpid(), signal.SIGUSR1)\n"
+    result, _, log = run(w, harm, wall=3.0)
+    assert result.timed_out, (result, log)
+    result, seen, log = run(w, "")
+    assert result.returncode == 0 and clean_view(seen) == CLEAN, log
