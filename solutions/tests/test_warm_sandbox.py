@@ -138,6 +138,16 @@ def run(w, harm: str, wall: float = 30.0):
         shutil.rmtree(box, ignore_errors=True)
 
 
+def planted_zygote(warm_cls, folder: Path, line: str, wrong: str):
+    """A warm sandbox whose fork server has ``line`` replaced by ``wrong``: a planted wrong zygote."""
+    from course_admin import warm
+
+    source = warm.FILES["zygote.py"].read_text()
+    assert line in source
+    (folder / "zygote.py").write_text(source.replace(line, wrong, 1))
+    return warm_cls(files={"zygote.py": folder / "zygote.py", "child.py": warm.FILES["child.py"]})
+
+
 def clean_view(seen: dict) -> dict:
     return {k: seen[k] for k in CLEAN}
 
@@ -161,22 +171,15 @@ def test_what_a_learner_leaves_is_gone_for_the_next(warm_cls):
     assert w.starts == 1  # swept, not thrown away
 
 
-def test_planted_zygote_that_does_not_sweep_is_caught(warm_cls):
+def test_planted_zygote_that_does_not_sweep_is_caught(warm_cls, tmp_path):
     """The planted wrong fork server: its sweep does nothing, and the next learner sees the leftovers."""
-    from course_admin import warm
-
-    source = warm.FILES["zygote.py"].read_text()
-    lazy = source.replace('def sweep(start: tuple) -> str:\n', 'def sweep(start: tuple) -> str:\n    return ""\n', 1)
-    assert lazy != source
-    planted = Path(tempfile.mkdtemp()) / "zygote.py"
-    planted.write_text(lazy)
-    w = warm_cls(files={"zygote.py": planted, "child.py": warm.FILES["child.py"]})
+    w = planted_zygote(warm_cls, tmp_path, 'def sweep(start: tuple) -> str:\n',
+                       'def sweep(start: tuple) -> str:\n    return ""\n')
     run(w, LEAVES_EVERYTHING)
     result, seen, log = run(w, "")
     assert result.returncode == 0, log
     assert clean_view(seen) != CLEAN
     assert seen["others"] >= 1 and seen["tmp"] == 2 and seen["ipc"] == 1
-    shutil.rmtree(planted.parent)
 
 
 @pytest.mark.parametrize("harm, expect", [
@@ -227,20 +230,12 @@ def test_what_a_run_changes_in_the_zygote_is_not_inherited(warm_cls, harm):
 
 
 @pytest.mark.parametrize("harm", sorted(ZYGOTE_HARMS))
-def test_planted_zygote_that_does_not_check_itself_is_caught(warm_cls, harm):
+def test_planted_zygote_that_does_not_check_itself_is_caught(warm_cls, harm, tmp_path):
     """The planted wrong fork server skips the check of its own attributes: the next run inherits the harm."""
-    from course_admin import warm
-
-    source = warm.FILES["zygote.py"].read_text()
-    lazy = source.replace("    if attributes() != start:\n", "    if False:\n", 1)
-    assert lazy != source
-    planted = Path(tempfile.mkdtemp()) / "zygote.py"
-    planted.write_text(lazy)
-    w = warm_cls(files={"zygote.py": planted, "child.py": warm.FILES["child.py"]})
+    w = planted_zygote(warm_cls, tmp_path, "    if attributes() != start:\n", "    if False:\n")
     before, after = _zygote_harm(w, harm)
     assert after[harm] != before[harm]
     assert w.starts == 1
-    shutil.rmtree(planted.parent)
 
 
 def test_a_run_that_makes_the_zygote_its_tracer_harms_only_itself(warm_cls):
