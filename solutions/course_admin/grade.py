@@ -40,7 +40,7 @@ from pathlib import Path
 
 from course_lib.provided import chapters as chapters_mod
 
-from . import plan, procs, sandbox
+from . import plan, procs, sandbox, warm
 from .answers import MAX_NOTEBOOK_BYTES, read_answers, source_answers
 from .gradebook import Gradebook, GradebookError
 from .manual import read_manual_scores
@@ -186,11 +186,14 @@ def _say(line: str) -> None:
 def run_batch(todo: list[Submission], numbers: list[str], opts: Options, jobs: int, record) -> None:
     """Grade ``todo`` with ``jobs`` worker processes, calling ``record`` as each learner finishes."""
     if jobs <= 1:
-        for sub in todo:
-            try:
-                record(grade_learner(sub, numbers, opts))
-            except Exception as exc:  # noqa: BLE001 - the batch goes on
-                record(grader_failed(sub, numbers, exc))
+        try:
+            for sub in todo:
+                try:
+                    record(grade_learner(sub, numbers, opts))
+                except Exception as exc:  # noqa: BLE001 - the batch goes on
+                    record(grader_failed(sub, numbers, exc))
+        finally:
+            warm.shutdown()  # this process's warm sandbox (a worker's ends with the worker)
         return
     ctx = multiprocessing.get_context("spawn")
     with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init) as pool:

@@ -144,13 +144,32 @@ class WarmSandbox:
         """What sandbox.run does for the grading child, in a child forked by the warm zygote."""
         if box.parent != self.spool:
             raise ValueError(f"{box} is not in the warm sandbox's spool {self.spool}")
-        if self.proc is None or self.proc.poll() is not None or self.key != self._key(limits):
-            self.stop()
-            self._start(limits)
         request = {"box": f"/sandbox/{box.name}", "start": start,
                    "limits": {"as": limits.memory_bytes, "fsize": limits.file_bytes, "nofile": limits.open_files,
                               "cpu": int(limits.wall_s) + 5, "core": 0}}
         (box / "out").mkdir(exist_ok=True)
+        ended = self._attempt(request, box, limits, log, watchdog)
+        if ended.get("unstarted"):  # the zygote died between runs: none of this run's code ran; once more
+            ended = self._attempt(request, box, limits, log, watchdog)
+        sandbox._cap_log(log, limits.output_keep)
+        if ended.get("left"):
+            with open(log, "ab") as fh:
+                fh.write(f"\n[warm sandbox thrown away: {ended['left']}]\n".encode())
+        if "returncode" in ended:
+            return sandbox.RunResult(ended["returncode"], False)
+        if ended.get("timeout"):
+            return sandbox.RunResult(None, True)
+        return sandbox.RunResult(-9, False)  # the sandbox itself ended: reported as the run being killed
+
+    def _attempt(self, request: dict, box: Path, limits: sandbox.Limits, log: Path,
+                 watchdog: Callable[[], bool] | None) -> dict:
+        """Hand the run to the zygote (a new sandbox first if none is up or its limits differ) and wait for
+        its end. Returns the zygote's last message with the run's "returncode" added; {"timeout": True};
+        {"unstarted": True} when the zygote never took the request; {} when the sandbox ended during the
+        run or said something that is not a run's end. All but a clean end throw the sandbox away."""
+        if self.proc is None or self.proc.poll() is not None or self.key != self._key(limits):
+            self.stop()
+            self._start(limits)
         read_end, write_end = os.pipe()
         collector = sandbox._Collector(read_end, box / "out", limits)
         ended: dict = {}
@@ -158,34 +177,25 @@ class WarmSandbox:
             with open(log, "wb") as out:
                 try:
                     socket.send_fds(self.sock, [json.dumps(request).encode()], [write_end, out.fileno()])
-                    sent = True
                 except OSError:
-                    sent = False
+                    ended = {"unstarted": True}
             os.close(write_end)
             write_end = -1
-            started = self._receive(30.0) if sent else {}
-            if "started" in started:
-                ended = self._receive(limits.wall_s, watchdog)
+            if not ended:
+                started = self._receive(30.0)
+                ended = self._receive(limits.wall_s, watchdog) if "started" in started else {"unstarted": True}
             if "status" in ended:
                 try:
-                    returncode = os.waitstatus_to_exitcode(ended["status"])
+                    ended["returncode"] = os.waitstatus_to_exitcode(ended["status"])
                 except ValueError:  # not the status of an ended process: the zygote is not to be trusted
                     ended = {}
         finally:
             if write_end >= 0:
                 os.close(write_end)
-            if "status" not in ended or ended.get("left"):
+            if "returncode" not in ended or ended.get("left"):
                 self.stop()  # timed out, died, said something odd, or left what it could not sweep
             collector.finish()
-        sandbox._cap_log(log, limits.output_keep)
-        if ended.get("left"):
-            with open(log, "ab") as fh:
-                fh.write(f"\n[warm sandbox thrown away: {ended['left']}]\n".encode())
-        if "status" in ended:
-            return sandbox.RunResult(returncode, False)
-        if ended.get("timeout"):
-            return sandbox.RunResult(None, True)
-        return sandbox.RunResult(-9, False)  # the sandbox itself ended: reported as the run being killed
+        return ended
 
 
 _WARM: WarmSandbox | None = None

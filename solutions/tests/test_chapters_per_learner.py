@@ -91,7 +91,7 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout_p=0.0):  
 
 def test_one_child_grades_a_chapter_and_what_it_builds_on(tmp_path: Path, monkeypatch) -> None:
     """--prereqs learner: chapter 03 and chapter 02 under it run in one sandboxed child (one torch import)."""
-    from course_admin import grade, plan, sandbox, sandboxed
+    from course_admin import grade, plan, sandbox, sandboxed, warm
     from course_lib.provided import chapters
     from course_admin.rows import Options
     from course_admin.submissions import Reader
@@ -103,7 +103,10 @@ def test_one_child_grades_a_chapter_and_what_it_builds_on(tmp_path: Path, monkey
     opts = Options(isolation=sandbox.detect(), timeout_s=60, notebooks=False)
     work = tmp_path / "work"
     work.mkdir()
-    lib = grade.course_lib_rows(Reader(tmp_path / "zoe"), ["03"], opts, work)
+    try:
+        lib = grade.course_lib_rows(Reader(tmp_path / "zoe"), ["03"], opts, work)
+    finally:
+        warm.shutdown()  # no sandbox of this test process outlives the test
     assert len(runs) == 1, (runs, [r.message for rows in lib.values() for r in rows][:3])
     assert set(lib) == {"02", "03"}
     for number, rows in lib.items():
@@ -159,7 +162,7 @@ def test_a_submission_of_the_whole_course_is_graded_on_every_chapter(tmp_path: P
 def test_a_spec_that_cannot_load_in_the_sandbox_is_the_graders_failure(tmp_path: Path, monkeypatch) -> None:
     """The child says "ready" before any learner code runs; a child that dies before that (here a spec
     that raises when loaded) is the grader's failure (retried next run), never a 0 for the learner."""
-    from course_admin import grade, sandbox, sandboxed
+    from course_admin import grade, sandbox, sandboxed, warm
     from course_admin.rows import Options
     from course_admin.submissions import Reader
 
@@ -174,5 +177,8 @@ def test_a_spec_that_cannot_load_in_the_sandbox_is_the_graders_failure(tmp_path:
     opts = Options(isolation=sandbox.detect(), timeout_s=60, notebooks=False)
     work = tmp_path / "work"
     work.mkdir()
-    with pytest.raises(sandboxed.GraderError, match="(?s)could not start.*a spec that needs a missing file"):
-        grade.course_lib_rows(Reader(tmp_path / "zoe"), ["02"], opts, work)
+    try:
+        with pytest.raises(sandboxed.GraderError, match="(?s)could not start.*a spec that needs a missing file"):
+            grade.course_lib_rows(Reader(tmp_path / "zoe"), ["02"], opts, work)
+    finally:
+        warm.shutdown()

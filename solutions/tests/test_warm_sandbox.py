@@ -10,6 +10,7 @@ Needs bubblewrap (skipped where it does not work).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -246,3 +247,20 @@ def test_a_run_that_makes_the_zygote_its_tracer_harms_only_itself(warm_cls):
     assert result.timed_out, (result, log)
     result, seen, log = run(w, "")
     assert result.returncode == 0 and clean_view(seen) == CLEAN, log
+
+
+def test_a_zygote_that_died_between_runs_costs_the_next_run_nothing(warm_cls):
+    """Not the next learner's fault: their run goes to a new sandbox and is graded in full."""
+    import signal
+
+    from course_admin import reaper
+
+    w = warm_cls()
+    assert run(w, "")[0].returncode == 0
+    zygotes = [p for p in reaper.descendants(w.proc.pid)
+               if Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[3:4] == [b"/sandbox/_zygote/zygote.py"]]
+    assert len(zygotes) == 1
+    os.kill(zygotes[0], signal.SIGKILL)
+    result, seen, log = run(w, "")
+    assert result.returncode == 0 and seen is not None and clean_view(seen) == CLEAN, log
+    assert w.starts == 2
