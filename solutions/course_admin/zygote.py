@@ -18,7 +18,8 @@ it or open its /proc/<pid>/fd: the socket stays out of a learner's reach. A chil
 zygote: the worker then sees the socket close or the time run out, and throws the sandbox away.
 
 The sweep between children: SIGKILL to every process of the sandbox (kill(-1): all but its init and
-the zygote) until none is left, /tmp emptied, every System V IPC object removed (the sandbox has its own
+the zygote) until none is left, /tmp emptied (but for the folders bubblewrap made there to reach a
+Python or venv that lives under /tmp), every System V IPC object removed (the sandbox has its own
 IPC namespace). Nothing else is writable. Last, what another process of the same uid can change in the
 zygote and every later child would inherit (rlimits, nice, scheduling, affinity, I/O priority, OOM
 score) must be as it was at start; if not, the worker throws the sandbox away.
@@ -29,12 +30,14 @@ import ctypes
 import importlib.util  # noqa: F401 - imported once here, not in every child
 import json
 import os
+import re
 import resource
 import signal
 import socket
 import sys
 import time
 import traceback
+from typing import NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULT_FD = 3
@@ -90,9 +93,54 @@ def attributes() -> tuple:
             tuple(sorted(os.sched_getaffinity(0))), ioprio, oom)
 
 
-def sweep(start: tuple) -> str:
+class Baseline(NamedTuple):
+    """The sandbox as the zygote found it, before any child: what every sweep must give back."""
+    attributes: tuple
+    binds: frozenset[str]  # mount points under /tmp: bwrap's binds of a Python or venv that lives there
+    leads: frozenset[str]  # the folders bwrap made in /tmp to reach them
+    tmp: list             # every path in /tmp outside the binds, with its mode
+
+
+def _binds_in_tmp() -> frozenset[str]:
+    with open("/proc/self/mountinfo", encoding="utf-8") as fh:
+        points = [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), line.split()[4]) for line in fh]
+    return frozenset(p for p in points if p.startswith("/tmp/"))
+
+
+def _tmp_tree(binds: frozenset[str]) -> list:
+    found = []
+    for root, dirs, files in os.walk("/tmp"):
+        dirs[:] = [d for d in dirs if os.path.join(root, d) not in binds]
+        found += [(os.path.join(root, n), os.lstat(os.path.join(root, n)).st_mode) for n in dirs + files]
+    return sorted(found)
+
+
+def baseline() -> Baseline:
+    binds = _binds_in_tmp()
+    leads = {os.path.dirname(b) for b in binds}
+    for lead in list(leads):
+        while lead not in ("/tmp", "/"):
+            leads.add(lead)
+            lead = os.path.dirname(lead)
+    return Baseline(attributes(), binds, frozenset(leads - {"/tmp", "/"}), _tmp_tree(binds))
+
+
+def _empty(folder: str, base: Baseline) -> None:
+    """Remove everything in ``folder`` but the binds and the folders that lead to them (emptied in turn)."""
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        try:
+            if path in base.leads:
+                _empty(path, base)
+            elif path not in base.binds:
+                _remove(path)
+        except OSError:
+            pass
+
+
+def sweep(base: Baseline) -> str:
     """Kill every other process, empty /tmp, remove System V IPC objects, check that the zygote's
-    ``attributes()`` are still ``start``. '' when clean, else what is left."""
+    ``attributes()`` are still the baseline's. '' when clean, else what is left."""
     for _ in range(200):
         try:
             os.kill(-1, signal.SIGKILL)
@@ -103,19 +151,15 @@ def sweep(start: tuple) -> str:
         time.sleep(0.005)
     else:
         return f"processes {_others()} survived SIGKILL"
-    for name in os.listdir("/tmp"):
-        try:
-            _remove(os.path.join("/tmp", name))
-        except OSError:
-            pass
-    if os.listdir("/tmp"):
-        return f"/tmp could not be emptied ({sorted(os.listdir('/tmp'))[:3]})"
+    _empty("/tmp", base)
+    if _tmp_tree(base.binds) != base.tmp:
+        return "/tmp is not as the sandbox started (could not be emptied, or a folder changed)"
     for kind in IPC_RMID:
         for ipc_id in _ipc_ids(kind):
             IPC_RMID[kind](ipc_id)
         if _ipc_ids(kind):
             return f"System V IPC ({kind}) objects could not be removed"
-    if attributes() != start:
+    if attributes() != base.attributes:
         return "the zygote's limits, priority, affinity or OOM score were changed"
     return ""
 
@@ -163,7 +207,7 @@ def main() -> int:
     import child  # the grading child (child.py), copied beside this file
 
     sys.path[:2] = []  # children put their own box first
-    start = attributes()
+    base = baseline()
     sock.send(json.dumps({"ready": os.getpid()}).encode())
     while True:
         message, fds, _, _ = socket.recv_fds(sock, 1 << 16, 2)
@@ -182,7 +226,7 @@ def main() -> int:
             _, status = os.waitpid(pid, 0)
             if os.WIFEXITED(status) or os.WIFSIGNALED(status):
                 break  # else stopped: a child that made the zygote its tracer (PTRACE_TRACEME) stays stopped
-        sock.send(json.dumps({"status": status, "left": sweep(start)}).encode())
+        sock.send(json.dumps({"status": status, "left": sweep(base)}).encode())
 
 
 if __name__ == "__main__":
