@@ -9,7 +9,7 @@ What a learner's run gets is what sandbox.run gives under bwrap: the same namesp
 64 MiB /tmp, rlimits (set by the zygote in the child), the cgroup (one for the sandbox's life), the
 result pipe and a log of its own. What it could leave for the next learner is swept by the zygote
 before it reports the run's end (zygote.py: every other process killed, /tmp emptied, System V IPC
-objects removed, the zygote's own inheritable attributes checked); anything it cannot sweep, a zygote
+objects removed, keyrings cleared, the zygote's own inheritable attributes checked); anything it cannot sweep, a zygote
 that dies, stops answering or says anything unexpected, and a run that is stopped at its time limit all
 make this side throw the whole sandbox away (every process killed from outside, cgroup included) and
 start a new one for the next run. A zygote that died between runs never took the next request: that

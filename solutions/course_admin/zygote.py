@@ -18,9 +18,10 @@ it or open its /proc/<pid>/fd: the socket stays out of a learner's reach. A chil
 zygote: the worker then sees the socket close or the time run out, and throws the sandbox away.
 
 The sweep between children: SIGKILL to every process of the sandbox (kill(-1): all but its init and
-the zygote) until none is left, /tmp emptied (but for the folders bubblewrap made there to reach a
-Python or venv that lives under /tmp), every System V IPC object removed (the sandbox has its own
-IPC namespace). Nothing else is writable. Last, what another process of the same uid can change in the
+the zygote) until none is left; /tmp emptied (but for the folders bubblewrap made there to reach a
+Python or venv that lives under /tmp); every System V IPC object removed (the sandbox has its own IPC
+namespace); the keyrings a later child would share cleared (its user namespace has its own; x86_64 and
+aarch64 only). Nothing else is writable. Last, what another process of the same uid can change in the
 zygote and every later child would inherit (rlimits, nice, scheduling, affinity, I/O priority, OOM
 score) must be as it was at start; if not, the worker throws the sandbox away.
 """
@@ -48,6 +49,8 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 IPC_RMID = {"shm": lambda i: _LIBC.shmctl(i, 0, None), "sem": lambda i: _LIBC.semctl(i, 0, 0),
             "msg": lambda i: _LIBC.msgctl(i, 0, None)}  # 0 is IPC_RMID
 IOPRIO_GET = {"x86_64": 252, "aarch64": 31}  # syscall numbers; IOPRIO_WHO_PROCESS is 1
+KEYCTL = {"x86_64": 250, "aarch64": 219}  # syscall numbers
+KEYRINGS = (-4, -5, -3)  # the user, user-session and session keyrings (KEY_SPEC_*)
 
 
 def _dumpable(flag: int) -> None:
@@ -159,9 +162,24 @@ def sweep(base: Baseline) -> str:
             IPC_RMID[kind](ipc_id)
         if _ipc_ids(kind):
             return f"System V IPC ({kind}) objects could not be removed"
+    if _keys_left():
+        return "keys left in a keyring"
     if attributes() != base.attributes:
         return "the zygote's limits, priority, affinity or OOM score were changed"
     return ""
+
+
+def _keys_left() -> bool:
+    """Empty the keyrings a later child would share (the sandbox's user namespace has its own): the user,
+    user-session, session and persistent keyrings. True when one still holds a key."""
+    nr = KEYCTL.get(os.uname().machine)
+    if nr is None:
+        return False  # an architecture whose numbers we do not know: keyrings are not swept (docstring)
+    persistent = _LIBC.syscall(nr, 22, -1, -4)  # KEYCTL_GET_PERSISTENT, linked into the user keyring
+    rings = ([persistent] if persistent > 0 else []) + list(KEYRINGS)
+    for ring in rings:
+        _LIBC.syscall(nr, 7, ring)  # KEYCTL_CLEAR
+    return any(_LIBC.syscall(nr, 11, ring, None, 0) > 0 for ring in rings)  # KEYCTL_READ: bytes of key ids
 
 
 def _ipc_ids(kind: str) -> list[int]:

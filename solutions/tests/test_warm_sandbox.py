@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import tempfile
 from pathlib import Path
@@ -27,7 +28,19 @@ pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "warm
 SPEC = "PROBES = {'look': lambda impl, inputs: impl.hostile.look()}\n"
 
 LOOK = '''
-import os, resource, torch
+import ctypes, os, resource, torch
+
+KEY_NR = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(os.uname().machine)  # add_key, keyctl
+
+
+def keys():
+    """Keys named left_by_a in the keyrings a run can reach: user, user-session, session, persistent."""
+    if KEY_NR is None:
+        return 0
+    libc = ctypes.CDLL(None)
+    persistent = libc.syscall(KEY_NR[1], 22, -1, -2)  # KEYCTL_GET_PERSISTENT, into the process keyring
+    return sum(libc.syscall(KEY_NR[1], 10, ring, b"user", b"left_by_a", 0) > 0  # KEYCTL_SEARCH
+               for ring in (-4, -5, -3, persistent))
 
 BINDS = {line.split()[4] for line in open("/proc/self/mountinfo") if line.split()[4].startswith("/tmp/")}
 LEADS = set()
@@ -64,7 +77,7 @@ def look():
         dirs[:] = [d for d in dirs if os.path.join(root, d) not in BINDS]
         tmp += sum(os.path.join(root, n) not in LEADS for n in dirs + files)
     return {"others": torch.tensor(others), "tmp": torch.tensor(tmp),
-            "ipc": torch.tensor(ipc), "sockets": torch.tensor(sockets), "zygote_fds": torch.tensor(zygote_fds),
+            "ipc": torch.tensor(ipc), "keys": torch.tensor(keys()), "sockets": torch.tensor(sockets), "zygote_fds": torch.tensor(zygote_fds),
             "nice": torch.tensor(os.getpriority(os.PRIO_PROCESS, 0)),
             "stack": torch.tensor(resource.getrlimit(resource.RLIMIT_STACK)[0]),
             "cpus": torch.tensor(len(os.sched_getaffinity(0))),
@@ -91,10 +104,15 @@ for _line in open("/proc/self/mountinfo"):  # and in bwrap's folders on the way 
 os.makedirs("/tmp/locked/inner")
 os.chmod("/tmp/locked", 0)
 ctypes.CDLL(None).shmget(0x5eed, 4096, 0o1000 | 0o666)  # IPC_CREAT
+_nr = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(os.uname().machine)  # add_key, keyctl
+if _nr:  # a key in the user, user-session and persistent keyrings
+    _libc = ctypes.CDLL(None)
+    for _ring in (-4, -5, _libc.syscall(_nr[1], 22, -1, -2)):
+        _libc.syscall(_nr[0], b"user", b"left_by_a", b"a", 1, _ring)
 time.sleep(0.2)
 '''
 
-CLEAN = {"others": 0, "tmp": 0, "ipc": 0, "sockets": 0, "zygote_fds": 0}
+CLEAN = {"others": 0, "tmp": 0, "ipc": 0, "keys": 0, "sockets": 0, "zygote_fds": 0}
 
 # What a run can change in the zygote (same uid: prlimit, setpriority, sched_setaffinity, its /proc
 # files), which every later child would inherit.
@@ -179,6 +197,7 @@ def test_what_a_learner_leaves_is_gone_for_the_next(warm_cls):
     result, seen, log = run(w, LEAVES_EVERYTHING)
     assert result.returncode == 0 and seen is not None, log
     assert seen["others"] >= 1 and seen["tmp"] >= 2 and seen["ipc"] == 1  # the harm was done
+    assert seen["keys"] >= 3 or platform.machine() not in ("x86_64", "aarch64")
     result, seen, log = run(w, "")
     assert result.returncode == 0, log
     assert clean_view(seen) == CLEAN
@@ -194,6 +213,7 @@ def test_planted_zygote_that_does_not_sweep_is_caught(warm_cls, tmp_path):
     assert result.returncode == 0, log
     assert clean_view(seen) != CLEAN
     assert seen["others"] >= 1 and seen["tmp"] >= 2 and seen["ipc"] == 1
+    assert seen["keys"] >= 3 or platform.machine() not in ("x86_64", "aarch64")
 
 
 @pytest.mark.parametrize("harm, expect", [
