@@ -82,6 +82,20 @@ def _bwrap_argv(box: Path, inner: list[str], limits: Limits) -> list[str]:
         "--remount-ro", "/dev", "--remount-ro", "/", "--", *inner]
 
 
+def environment(isolation: str, box: Path, token_var: str, token: str) -> dict[str, str]:
+    """The whole environment of the command: one thread, a fixed hash seed, no bytecode written, the
+    run's token, and HOME and TMPDIR where it may write (/tmp under bwrap, else the box)."""
+    scratch = "/tmp" if isolation == "bwrap" else str(box)
+    return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": scratch, token_var: token,
+            "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": scratch}
+
+
+def new_cgroup(limits: Limits) -> reaper.Cgroup:
+    """The run's cgroup: its process cap, and its memory with room for tmpfs pages and the interpreter."""
+    return reaper.Cgroup(limits.max_processes, limits.memory_bytes + 512 * 1024**2)
+
+
 def _cap_log(path: Path, keep: int) -> None:
     """Keep the log on disk small: its first and last ``keep`` bytes when it holds over four times that."""
     size = path.stat().st_size if path.exists() else 0
@@ -94,12 +108,15 @@ def _cap_log(path: Path, keep: int) -> None:
     path.write_bytes(head + f"\n… [{size - 2 * keep} bytes of output left out] …\n".encode() + tail)
 
 
-def _script(command: list[str], limits: Limits, isolation: str, cgroup: reaper.Cgroup, uid: int | None) -> str:
-    """The shell line: join the cgroup, ignore SIGXFSZ, exec [setpriv] prlimit and the command."""
+def _script(command: list[str], limits: Limits, isolation: str, cgroup: reaper.Cgroup, uid: int | None,
+            cpu: bool = True) -> str:
+    """The shell line: join the cgroup, ignore SIGXFSZ, exec [setpriv] prlimit and the command. ``cpu``
+    False: no RLIMIT_CPU (the warm sandbox's zygote outlives many runs; each child gets its own)."""
     guard = [] if isolation == "bwrap" else procs.drop_privileges(uid, bool(uid is not None and procs.unprivileged()[0]))
     nproc = [f"--nproc={limits.max_processes}"] if uid is not None else []
+    cpu_limit = [f"--cpu={int(limits.wall_s) + 5}"] if cpu else []
     prlimit = guard + ["prlimit", f"--as={limits.memory_bytes}", f"--fsize={limits.file_bytes}",
-                       f"--nofile={limits.open_files}", f"--cpu={int(limits.wall_s) + 5}", "--core=0", *nproc, "--"]
+                       f"--nofile={limits.open_files}", *cpu_limit, "--core=0", *nproc, "--"]
     join = "".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))} && " for d in cgroup.dirs)
     return f"{join}trap '' XFSZ && exec " + " ".join(shlex.quote(a) for a in prlimit + command)
 
@@ -200,12 +217,9 @@ def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path,
         uid = procs.sandbox_uid()
         if uid is not None:
             _readable_by_others(box)
-    cgroup = reaper.Cgroup(limits.max_processes, limits.memory_bytes + 512 * 1024**2)
+    cgroup = new_cgroup(limits)
     token_var, token = reaper.new_token()
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp" if isolation == "bwrap" else str(box),
-           token_var: token,
-           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
-           "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": "/tmp" if isolation == "bwrap" else str(box)}
+    env = environment(isolation, box, token_var, token)
     (box / "out").mkdir(exist_ok=True)
     read_end, write_end = os.pipe()
     # The child writes to the pipe's own fd number, inherited through sh, bwrap and prlimit: no shell

@@ -195,7 +195,7 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) ->
 
 def _spool(opts: Options, work: Path) -> Path:
     """Where a run's folder is made: the warm sandbox's spool under bwrap, else the learner's scratch."""
-    ready = warm.current() if warm.enabled(opts.isolation) else None
+    ready = warm.current(opts.isolation)
     return ready.spool if ready is not None else work
 
 
@@ -203,7 +203,7 @@ def _launch(box: Path, start: int, limits: sandbox.Limits, isolation: str, log: 
             watchdog: _Watchdog) -> sandbox.RunResult:
     """The grading child on ``box`` from case ``start``: forked by the warm sandbox when the box is in
     its spool, else in a sandbox of its own (a new bwrap or rlimits process)."""
-    ready = warm.current() if warm.enabled(isolation) else None
+    ready = warm.current(isolation)
     if ready is not None and box.parent == ready.spool:
         try:
             return ready.run(box, start, limits, log, watchdog)

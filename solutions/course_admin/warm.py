@@ -24,7 +24,6 @@ import atexit
 import json
 import os
 import select
-import shlex
 import shutil
 import socket
 import subprocess
@@ -69,21 +68,14 @@ class WarmSandbox:
     # ------------------------------------------------------------------ life of the sandbox
     def _start(self, limits: sandbox.Limits) -> None:
         exe, _, site = procs.python_paths()
-        self.cgroup = reaper.Cgroup(limits.max_processes, limits.memory_bytes + 512 * 1024**2)
+        self.cgroup = sandbox.new_cgroup(limits)
         token_var, self.token = reaper.new_token()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        argv = procs.bwrap_root(limits.tmp_bytes) + [
-            "--ro-bind", str(self.spool), "/sandbox", "--chdir", "/sandbox", "--setenv", "HOME", "/tmp",
-            "--remount-ro", "/dev", "--remount-ro", "/", "--",
-            str(exe), "-I", "-S", "/sandbox/_zygote/zygote.py", str(site)]
-        # no RLIMIT_CPU here: the zygote lives for many runs; each child gets the run's own limits
-        prlimit = ["prlimit", f"--as={limits.memory_bytes}", f"--fsize={limits.file_bytes}",
-                   f"--nofile={limits.open_files}", "--core=0", "--"]
-        join = "".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))} && " for d in self.cgroup.dirs)
-        script = f"{join}trap '' XFSZ && exec " + " ".join(shlex.quote(a) for a in prlimit + argv)
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp", token_var: self.token,
-               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
-               "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": "/tmp", "COURSE_ZYGOTE_FD": str(theirs.fileno())}
+        # the spool where sandbox.run would bind a run's box; no RLIMIT_CPU: the zygote outlives many runs
+        argv = sandbox._bwrap_argv(self.spool, [str(exe), "-I", "-S", "/sandbox/_zygote/zygote.py", str(site)], limits)
+        script = sandbox._script(argv, limits, "bwrap", self.cgroup, None, cpu=False)
+        env = {**sandbox.environment("bwrap", self.spool, token_var, self.token),
+               "COURSE_ZYGOTE_FD": str(theirs.fileno())}
         with open(self.root / "zygote.log", "ab") as log:
             self.proc = subprocess.Popen(["/bin/sh", "-c", script], stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, cwd=self.spool, env=env,
@@ -204,10 +196,11 @@ _WARM: WarmSandbox | None = None
 _BROKEN = ""
 
 
-def current() -> WarmSandbox | None:
-    """This process's warm sandbox (made on first use, closed at exit), or None when it failed to start."""
+def current(isolation: str) -> WarmSandbox | None:
+    """This process's warm sandbox (made on first use, closed at exit); None when runs of this isolation
+    do not use one (``enabled``) or it failed to start here."""
     global _WARM
-    if _BROKEN:
+    if not enabled(isolation) or _BROKEN:
         return None
     if _WARM is None:
         _WARM = WarmSandbox()
