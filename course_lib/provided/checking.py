@@ -13,6 +13,11 @@ Two more ways a spec names what went wrong, without false passes:
   description of the exception a case raised ("raised RuntimeError: value cannot be converted to
   type c10::Half without overflow (at ...)") matches the regular expression (``re.search``), the
   result names that mistake. Write patterns specific to the mistake: they are matched on every case.
+* A *relation* case (``Case.relation``) checks what must hold between a probe's outputs (dropout keeps
+  (x + pe) / (1 - p); more padding changes no logit). Probes only return tensors: the relation runs where
+  the comparison is made (the grader's own process), never beside learner code; when no known mistake
+  gives the same outputs, a failed relation names those that break the same properties. The case's other
+  outputs are compared with the reference's as usual, so that a constant cannot satisfy the relation alone.
 * A *ready-made* case (``ready_made_case``, declared from the spec's ``READY_MADE = {module file:
   [PyTorch names]}``) is decided by reading the learner's source, never by running it: a static scan
   (``ast``) of the chapter's own modules for uses of PyTorch's ready-made counterpart of the chapter's
@@ -39,6 +44,7 @@ from torch import Tensor
 
 Outputs = dict[str, Tensor]
 Probe = Callable[[Any, dict[str, Tensor]], Outputs]
+Relation = Callable[[Outputs, dict[str, Tensor]], dict[str, str]]  # (outputs, inputs) -> {property: message}
 SOURCE_PROBE = "(source scan)"  # the probe of a ready-made case: nothing runs, the learner's source is read
 
 
@@ -53,6 +59,8 @@ class Case:
     make_inputs(seed) is deterministic; ``ignore(inputs)`` may give, per output key, a bool tensor of
     positions not graded (still required finite). ``hint`` follows a wrong value no known mistake explains,
     ``hint_if_raises`` an exception no ``RAISES`` pattern names. ``ready_made``: only on a ready-made case.
+    ``relation(outputs, inputs)``: {property: message} for each property between the outputs that fails
+    ({} when all hold); the outputs named in ``free`` are judged by it alone (not compared with the reference).
     """
 
     name: str
@@ -67,6 +75,8 @@ class Case:
     atol: float = 1e-5
     ignore: Callable[[dict[str, Tensor]], dict[str, Tensor]] | None = None
     ready_made: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    relation: Relation | None = None
+    free: tuple[str, ...] = ()
 
     @property
     def reads_source(self) -> bool:
@@ -162,6 +172,17 @@ def matching_mistakes(actual: Outputs, mistakes: dict[str, Outputs], expected: O
     return found
 
 
+def broken_properties(case: Case, outputs: Any, inputs: dict[str, Tensor]) -> dict[str, str]:
+    """The case's relation on ``outputs``: {property: message} for each that fails; {} when none fails, when the
+    case has no relation, or when an output is missing or not a tensor (``compare`` says so)."""
+    if case.relation is None or not isinstance(outputs, dict) or any(type(v) is not Tensor for v in outputs.values()):
+        return {}
+    try:
+        return dict(case.relation({k: v.detach() for k, v in outputs.items()}, inputs))
+    except Exception as exc:  # noqa: BLE001 - outputs of the wrong shape: the comparison names it
+        return {"unchecked": f"the outputs could not be checked against each other ({type(exc).__name__})"}
+
+
 def _describe_exception(exc: BaseException) -> str:
     if isinstance(exc, NotImplementedError):
         return f"not implemented yet: {exc}" if str(exc) else "not implemented yet"
@@ -204,10 +225,20 @@ def judge(chapter: str, case: Case, actual: Outputs | BaseException, inputs: dic
             return known(names, message)
         return fail(f"{message}. {case.hint_if_raises}" if case.hint_if_raises else message)
     ignore = case.ignore(inputs) if case.ignore else None
-    message = compare(actual, expected, case.rtol, case.atol, ignore)
-    if message is None:
+    graded = {k: v for k, v in expected.items() if k not in case.free}
+    message = compare(actual, graded, case.rtol, case.atol, ignore)
+    untyped = [k for k in case.free if isinstance(actual, dict) and type(actual.get(k)) is not Tensor]
+    if message is None and untyped:
+        message = f"{untyped[0]}: expected a torch.Tensor, got {type(actual.get(untyped[0])).__name__}"
+    broken = broken_properties(case, actual, inputs)
+    if message is not None and "unchecked" in broken:
+        broken = {}  # the comparison already says what is wrong with the outputs
+    if message is None and not broken:
         return Result(chapter, case.name, case.points, case.points, "pass")
+    message = "; ".join([*broken.values(), *([message] if message else [])])
     names = matching_mistakes(actual, mistakes, expected, case.rtol, case.atol)
+    if not names and broken and "unchecked" not in broken:  # else: the known mistakes breaking the same properties
+        names = [n for n, wrong in mistakes.items() if set(broken_properties(case, wrong, inputs)) == set(broken)]
     if names:
         return known(names, message)
     return fail(f"{message}. {case.hint}".strip() if case.hint else message)

@@ -22,7 +22,7 @@ CASES = [
                                                            dtype=torch.float64), seed=9505),
     Case("h-buffer-wide", 1.0, "buffer", lambda s: table_size(s, max_len=30, d_model=20), seed=9506),
     Case("h-dropout-long", 1.0, "dropout", lambda s: embeddings(s, batch=3, seq=20, d_model=12, max_len=25),
-         seed=9507),
+         seed=9507, **_spec.DROPOUT),
     Case("h-too-long", 1.0, "too_long", lambda s: embeddings(s, batch=1, seq=101, d_model=4, max_len=100),
          seed=9508),
     Case("h-embed-wide", 1.0, "embed", lambda s: tokens(s, batch=3, seq=4, vocab_size=50, d_model=64), seed=9509),

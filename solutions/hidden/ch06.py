@@ -11,7 +11,8 @@ from course_lib.provided.chapters import load_spec
 from course_lib.provided.checking import Case
 
 _spec = load_spec("06")
-mask_inputs, decoder_inputs, model_inputs = _spec.mask_inputs, _spec.decoder_inputs, _spec.model_inputs
+mask_inputs, decoder_inputs, model_inputs, leak_inputs = (_spec.mask_inputs, _spec.decoder_inputs, _spec.model_inputs,
+                                                     _spec.leak_inputs)
 fully_masked_rows = _spec.fully_masked_rows  # the rows of a target padded at the start: not graded
 
 CASES = [
@@ -35,8 +36,8 @@ CASES = [
     Case("h-transformer-pre-ln-pad-1", 1.0, "model",
          lambda s: model_inputs(s, batch=3, src_seq=6, tgt_seq=8, src_vocab=9, tgt_vocab=7, pad_id=1,
                                 norm_first=True), seed=9609),
-    Case("h-future-leak-long", 1.0, "future", lambda s: model_inputs(s, batch=3, src_seq=5, tgt_seq=9, layers=3),
-         seed=9610),
+    Case("h-future-leak-long", 1.0, "future", lambda s: leak_inputs(s, batch=3, src_seq=5, tgt_seq=9, layers=3),
+         seed=9610, **_spec.NO_LEAK),
     Case("h-transformer-float64", 1.0, "model", lambda s: model_inputs(s, dtype=torch.float64), seed=9611,
          rtol=1e-7, atol=1e-9),
 ]

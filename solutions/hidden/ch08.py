@@ -25,9 +25,10 @@ CASES = [
     Case("h-pre-ln-one-head", 1.0, "logits",
          lambda s: model_inputs(s, batch=2, seq=6, d_model=8, heads=1, d_ff=16, norm_first=True), seed=9805),
     Case("h-attention-pre-ln", 1.0, "attention_ignores_padding",
-         lambda s: model_inputs(s, batch=3, seq=5, norm_first=True, extra=9), seed=9806),
+         lambda s: model_inputs(s, batch=3, seq=5, norm_first=True, extra=9), seed=9806,
+         **_spec.ATTENTION_PADDING),
     Case("h-invariance-pad-id-1", 1.0, "padding_invariance",
-         lambda s: model_inputs(s, batch=5, seq=6, pad_id=1, extra=3), seed=9807),
+         lambda s: model_inputs(s, batch=5, seq=6, pad_id=1, extra=3), seed=9807, **_spec.LOGITS_PADDING),
     Case("h-empty-row-pre-ln", 1.0, "logits",
          lambda s: model_inputs(s, batch=3, seq=5, norm_first=True, empty_row=True), seed=9808),
 ]

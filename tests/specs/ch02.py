@@ -101,9 +101,18 @@ def forward(impl, inputs: dict[str, Tensor]) -> Outputs:
 
 
 def untouched(impl, inputs: dict[str, Tensor]) -> Outputs:
-    """Return the inputs as they are after the call: they must not have changed."""
-    _attend(impl, inputs)
-    return dict(inputs)
+    """The inputs as they are after the call (they must not have changed), and the call's output."""
+    output, _ = _attend(impl, inputs)
+    return {**inputs, "output": output}
+
+
+def depends_on_query(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
+    """Checked with the comparison, never beside your code: the output is computed, not constant (rows of
+    different queries differ), so that code that returns zeros does not earn the untouched case."""
+    output = outputs["output"]                                     # (..., seq_q, d_v)
+    if torch.allclose(output, output[..., :1, :].expand_as(output)):
+        return {"same_for_every_query": "the output is the same for every query: compute it from query, key and value"}
+    return {}
 
 
 def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
@@ -154,7 +163,8 @@ CASES = [
     Case("gradients reach query, key and value", 1.0, "gradients", lambda s: with_padding(s), seed=208,
          about="backward through the whole computation"),
     Case("inputs not modified in place", 1.0, "untouched", lambda s: with_padding(s), seed=209,
-         about="query, key, value and mask unchanged after the call",
+         about="query, key, value and mask unchanged after the call, whose output depends on the query",
+         relation=depends_on_query, free=("output",),
          hint="Your function changed one of its inputs in place (an in-place op such as /=, masked_fill_ "
               "or softmax_ on an input): compute on new tensors."),
     Case("key mask (seq_k,)", 0.5, "forward", lambda s: with_mask(s, "keys"), seed=210,

@@ -2,7 +2,8 @@
 and TokenEmbedding(vocab_size, d_model).
 
 The modules run in evaluation mode (dropout off) except in the dropout case, which seeds PyTorch's
-generator and checks what dropout must do rather than which elements it drops. TokenEmbedding gets the
+generator and checks what dropout must do rather than which elements it drops (``dropout_done``, run by
+the checks, never beside your code; the probes only return tensors). TokenEmbedding gets the
 reference's weights (saved with the inputs), so nothing depends on your initialisation. Public cases
 use the seeds below; the grader adds hidden cases with other seeds and shapes. Expected outputs come
 from the reference (tests/reference/ch04.pt).
@@ -40,6 +41,9 @@ def tokens(seed: int, batch: int = 2, seq: int = 5, vocab_size: int = 11, d_mode
 
 
 # ---------------------------------------------------------------- probes (they call your code)
+DROP_P = 0.5  # the dropout case's probability
+
+
 def encoding(impl, d_model: int, max_len: int, dropout: float = 0.1) -> nn.Module:
     """Your PositionalEncoding, checked to be an nn.Module."""
     module = impl.positional.PositionalEncoding(d_model, dropout=dropout, max_len=max_len)
@@ -76,39 +80,56 @@ def buffer(impl, inputs: dict[str, Tensor]) -> Outputs:
         "pe_is_a_parameter": "pe" in dict(module.named_parameters(recurse=False)),
         "pe_requires_grad": pe.requires_grad,
         "pe_in_state_dict": "pe" in module.state_dict(),
-        "pe_follows_to(float64)": getattr(module.to(torch.float64), "pe", pe).dtype == torch.float64,
+        "pe_follows_to(float64)": getattr(module.to(torch.float64), "pe", pe).dtype is torch.float64,
     }
     return {**{k: torch.tensor(bool(v)) for k, v in flags.items()}, "pe": pe.detach().float().clone()}
 
 
 def dropout(impl, inputs: dict[str, Tensor]) -> Outputs:
-    """In training mode with p = 0.5: some elements zeroed, the others (x + pe) / (1 - p)."""
-    x, p = inputs["x"], 0.5
-    module = encoding(impl, x.size(-1), int(inputs["max_len"]), dropout=p)
+    """The module with p = DROP_P in evaluation mode (x + pe), then in training mode on a seeded generator."""
+    x = inputs["x"]
+    module = encoding(impl, x.size(-1), int(inputs["max_len"]), dropout=DROP_P)
     with torch.no_grad():
-        clean = module.eval()(x)  # (batch, seq, d_model): x + pe
+        output = module.eval()(x)  # (batch, seq, d_model): x + pe
         torch.manual_seed(int(inputs["max_len"]))
-        noisy = module.train()(x)  # (batch, seq, d_model)
-    if not isinstance(noisy, Tensor) or noisy.shape != clean.shape:
-        raise CheckFailure("in training mode the output must be a tensor of the input's shape")
-    kept = noisy != 0
-    return {"some_elements_zeroed": (~kept).any(), "some_elements_kept": kept.any(),
-            "kept_ones_are_(x+pe)/(1-p)": torch.tensor(bool(kept.any()) and
-                                                       torch.allclose(noisy[kept], clean[kept] / (1 - p),
-                                                                      rtol=1e-4, atol=1e-5))}
+        training_output = module.train()(x)  # (batch, seq, d_model): some zeroed, the others scaled
+    return {"output": output, "training_output": training_output}
+
+
+def dropout_done(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
+    """What dropout must do in training mode, judged where the comparison is made: {property: message} of those
+    that fail. Which elements are dropped is not graded; the evaluation output is (against the reference)."""
+    output, training = outputs["output"], outputs["training_output"]
+    if training.shape != output.shape:
+        return {"shape": "in training mode the output must be a tensor of the input's shape"}
+    kept = training != 0
+    broken = {}
+    if bool(kept.all()):
+        broken["none_zeroed"] = "in training mode no element was zeroed"
+    if not bool(kept.any()):
+        broken["all_zeroed"] = "in training mode every element was zeroed"
+    elif not torch.allclose(training[kept], output[kept] / (1 - DROP_P), rtol=1e-4, atol=1e-5):
+        broken["kept_scaled"] = "in training mode the elements kept are not (x + pe) / (1 - p)"
+    return broken
 
 
 def too_long(impl, inputs: dict[str, Tensor]) -> Outputs:
-    """A sequence 3 positions longer than max_len must raise a ValueError that names both lengths."""
+    """A sequence longer than max_len must raise a ValueError that names both lengths (what was raised is
+    read, not compared); its first max_len positions, as long as the table, must give x + pe, so that a
+    module that always raises fails."""
     x, max_len = inputs["x"], int(inputs["max_len"])
     module = encoding(impl, x.size(-1), max_len).eval()
+    with torch.no_grad():
+        fitting = module(x[:, :max_len])  # (batch, max_len, d_model)
+    raised: BaseException | None = None
     try:
         module(x)
     except Exception as exc:  # noqa: BLE001 - which exception it is, is what is checked
-        message = str(exc)
-        return {"raises_ValueError": torch.tensor(isinstance(exc, ValueError)),
-                "message_names_seq_and_max_len": torch.tensor(str(x.size(1)) in message and str(max_len) in message)}
-    return {"raises_ValueError": torch.tensor(False), "message_names_seq_and_max_len": torch.tensor(False)}
+        raised = exc
+    message = str(raised) if raised is not None else ""
+    return {"raises_ValueError": torch.tensor(isinstance(raised, ValueError)),
+            "message_names_seq_and_max_len": torch.tensor(str(x.size(1)) in message and str(max_len) in message),
+            "output_at_max_len": fitting}
 
 
 def token_embedding(impl, inputs: dict[str, Tensor]) -> nn.Module:
@@ -146,6 +167,8 @@ PROBES = {"table": table, "add": add, "buffer": buffer, "dropout": dropout, "too
 
 # ---------------------------------------------------------------- the public cases (10 points)
 BFLOAT = {"rtol": 3e-2, "atol": 3e-2}     # bfloat16 keeps 8 bits of mantissa
+# every dropout case (hidden ones too): the training output is judged by what it must hold, not by its values
+DROPOUT = {"relation": dropout_done, "free": ("training_output",)}
 
 # PyTorch's ready-made counterparts of this chapter's component (fnmatch patterns on the parts of a name).
 # PyTorch has no positional encoding layer of its own; nn.Embedding is allowed (TokenEmbedding asks for it).
@@ -164,12 +187,12 @@ CASES = [
          about="registered buffer (1, max_len, d_model): in state_dict, moved by .to(), not trained",
          hint="Store the table with self.register_buffer('pe', table), table of shape (1, max_len, d_model): a "
               "buffer is saved in state_dict and moves with .to(), and the optimiser never sees it."),
-    Case("dropout in training mode", 1.0, "dropout", lambda s: embeddings(s, seq=6), seed=406,
-         about="p = 0.5: some elements zeroed, the others (x + pe) / (1 - p)",
+    Case("dropout in training mode", 1.0, "dropout", lambda s: embeddings(s, seq=6), seed=406, **DROPOUT,
+         about="p = 0.5: some elements zeroed, the others (x + pe) / (1 - p); x + pe in evaluation mode",
          hint="Apply self.dropout to the sum x + pe[:, :seq] (not to x alone), and only through the nn.Dropout "
               "layer, which is off in evaluation mode."),
     Case("clear error past max_len", 0.5, "too_long", lambda s: embeddings(s, seq=15, d_model=8, max_len=12),
-         seed=407, about="seq 15 > max_len 12 raises a ValueError naming 15 and 12",
+         seed=407, about="seq 15 > max_len 12 raises a ValueError naming 15 and 12; seq 12 gives x + pe",
          hint="Before adding, compare x.size(1) with max_len and raise ValueError(f\"... {seq} ... {max_len} ...\") "
               "saying to build the module with a larger max_len."),
     Case("bfloat16 in, bfloat16 out", 0.5, "add", lambda s: embeddings(s, d_model=8, dtype=torch.bfloat16),

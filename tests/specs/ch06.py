@@ -114,6 +114,16 @@ def model_inputs(seed: int, batch: int = 2, src_seq: int = 7, tgt_seq: int = 5, 
     return inputs
 
 
+def leak_inputs(seed: int, **sizes: int) -> dict[str, Tensor]:
+    """``model_inputs`` and tgt_changed (batch, tgt_seq): tgt with another real token at ``changed_at``."""
+    inputs = model_inputs(seed, **sizes)
+    t, vocab, pad = int(inputs["changed_at"]), int(inputs["tgt_vocab"]), int(inputs["pad_id"])
+    changed = inputs["tgt"].clone()                                          # (batch, tgt_seq)
+    new = (changed[:, t] + 1) % vocab                                        # (batch,)
+    changed[:, t] = torch.where(new == pad, (new + 1) % vocab, new)          # another real token
+    return {**inputs, "tgt_changed": changed}
+
+
 def fully_masked_rows(inputs: dict[str, Tensor]) -> dict[str, Tensor]:
     """The output rows whose tgt_mask row is all False (not graded; they must still be finite)."""
     return {"output": ~inputs["tgt_mask"].any(-1)[:, 0, :, None]}      # (batch, tgt_seq, 1)
@@ -196,21 +206,25 @@ def model_forward(impl, inputs: dict[str, Tensor]) -> Outputs:
 
 
 def future_leak(impl, inputs: dict[str, Tensor]) -> Outputs:
-    """Change the target token at ``changed_at``: no earlier position's logits may change.
-
-    ``earlier_change`` is the largest change of the logits at positions 0 .. changed_at - 1 (0 expected),
-    ``later_change`` whether the position itself changed (it must: 1 expected)."""
+    """The logits of the target and of the target changed at ``changed_at`` (``leak_inputs``)."""
     model = _build_model(impl, inputs)
-    t = int(inputs["changed_at"])
-    tgt, vocab, pad = inputs["tgt"], int(inputs["tgt_vocab"]), int(inputs["pad_id"])
-    changed = tgt.clone()
-    new = (tgt[:, t] + 1) % vocab                                            # (batch,)
-    changed[:, t] = torch.where(new == pad, (new + 1) % vocab, new)          # another real token
     with torch.no_grad():
-        before, after = model(inputs["src"], tgt), model(inputs["src"], changed)  # (batch, tgt_seq, tgt_vocab)
-    diff = (after - before).abs()                                            # (batch, tgt_seq, tgt_vocab)
-    return {"earlier_change": diff[:, :t].amax(), "later_change": (diff[:, t].amax() > 1e-4).to(diff.dtype),
-            "logits": before}
+        logits = model(inputs["src"], inputs["tgt"])                      # (batch, tgt_seq, tgt_vocab)
+        logits_changed = model(inputs["src"], inputs["tgt_changed"])      # (batch, tgt_seq, tgt_vocab)
+    return {"logits": logits, "logits_changed": logits_changed}
+
+
+def no_leak(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
+    """Checked with the comparison, never beside your code: the change at ``changed_at`` changes no logit
+    before it, and does change the logits at its own position."""
+    t = int(inputs["changed_at"])
+    before, after = outputs["logits"], outputs["logits_changed"]  # (batch, tgt_seq, tgt_vocab) each
+    broken = {}
+    if not torch.allclose(after[:, :t], before[:, :t], rtol=1e-4, atol=1e-5):
+        broken["earlier_change"] = f"changing target token {t} changed the logits at earlier positions"
+    if torch.allclose(after[:, t], before[:, t], rtol=0.0, atol=1e-4):
+        broken["no_later_change"] = f"changing target token {t} changed nothing at its own position"
+    return broken
 
 
 def model_config(impl, inputs: dict[str, Tensor]) -> Outputs:
@@ -242,6 +256,8 @@ PROBES = {"padding": padding, "causal": causal, "target": target, "decoder": dec
 _LAYERS = ["Transformer*", "MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention",
            "_scaled_dot_product_*", "LayerNorm", "layer_norm", "native_layer_norm"]
 READY_MADE = {"decoder.py": _LAYERS, "transformer.py": _LAYERS}
+
+NO_LEAK = {"relation": no_leak}  # every future-leak case (hidden ones too)
 
 CROSS_HINT = ("In the cross-attention the queries come from the decoder and the keys and values from the encoder: "
               "self.cross_attn(x, memory, memory, mask=memory_mask) (with h = norm2(x) for the query in Pre-LN); "
@@ -292,7 +308,7 @@ CASES = [
     Case("Transformer logits", 1.5, "model", lambda s: model_inputs(s), seed=613,
          about="src (2, 7), tgt (2, 5), both padded; forward builds its masks from pad_id and returns logits "
                "(batch, tgt_seq, tgt_vocab)", hint_if_raises=MODEL_HINT),
-    Case("no future leak", 1.0, "future", lambda s: model_inputs(s, tgt_seq=6, pad_id=2), seed=614,
+    Case("no future leak", 1.0, "future", lambda s: leak_inputs(s, tgt_seq=6, pad_id=2), seed=614, **NO_LEAK,
          about="change target token 3: the logits at positions 0, 1, 2 must not change (pad_id 2)",
          hint="Changing a later target token changed earlier outputs: the decoder's self-attention must use "
               "target_mask(tgt, pad_id), which hides the keys ahead of each query.", hint_if_raises=MODEL_HINT),

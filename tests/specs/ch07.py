@@ -50,14 +50,19 @@ def shift_inputs(seed: int, batch: int = 3, seq: int = 6, vocab: int = 10, bos: 
 def loss_inputs(seed: int, batch: int = 3, seq: int = 6, vocab: int = 11, pad: int = PAD, smoothing: float = 0.1,
                 padding_rows: int = 0, dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
     """logits (batch, seq, vocab) ~ 2 N(0, 1), target (batch, seq) padded (its last ``padding_rows`` rows all
-    padding; all of them when padding_rows >= batch), vocab_size, pad_id, smoothing."""
+    padding; all of them when padding_rows >= batch, and then ``target_with_labels``, the target before its
+    rows were padded, whose loss shows that a loss of 0 is computed, not constant), vocab_size, pad_id,
+    smoothing."""
     g = torch.Generator().manual_seed(seed)
     logits = 2 * torch.randn(batch, seq, vocab, generator=g, dtype=dtype)               # (batch, seq, vocab)
     target = _targets(g, batch, seq, vocab, (pad + 1) % vocab, (pad + 2) % vocab, pad)  # (batch, seq)
+    inputs = {"logits": logits, "target": target.clone(), "vocab_size": torch.tensor(vocab),
+              "pad_id": torch.tensor(pad), "smoothing": torch.tensor(smoothing, dtype=torch.float64)}
     if padding_rows:
-        target[batch - min(padding_rows, batch):] = pad
-    return {"logits": logits, "target": target, "vocab_size": torch.tensor(vocab), "pad_id": torch.tensor(pad),
-            "smoothing": torch.tensor(smoothing, dtype=torch.float64)}
+        inputs["target"][batch - min(padding_rows, batch):] = pad
+    if padding_rows >= batch:
+        inputs["target_with_labels"] = target
+    return inputs
 
 
 def schedule_inputs(seed: int, d_model: int = 512, warmup: int = 4000, steps: tuple[int, ...] = (
@@ -146,14 +151,19 @@ def distribution(impl, inputs: dict[str, Tensor]) -> Outputs:
 
 
 def loss(impl, inputs: dict[str, Tensor]) -> Outputs:
-    """The loss, and its gradient with respect to the logits."""
+    """The loss, and its gradient with respect to the logits; for a batch of padding only, also the loss of
+    the same logits with real labels (``target_with_labels``)."""
+    criterion = _criterion(impl, inputs)
     logits = inputs["logits"].requires_grad_(True)
-    value = _criterion(impl, inputs)(logits, inputs["target"])
+    value = criterion(logits, inputs["target"])
     if not isinstance(value, Tensor) or not value.requires_grad:
         raise CheckFailure("no gradient flows back from the loss to the logits: compute it with torch operations "
                            "on log_softmax(logits), without .item(), .detach() or numpy")
     value.backward()
-    return {"loss": value, "grad_logits": logits.grad}
+    out = {"loss": value, "grad_logits": logits.grad}
+    if "target_with_labels" in inputs:
+        out["loss_with_labels"] = criterion(inputs["logits"].detach(), inputs["target_with_labels"])
+    return out
 
 
 def schedule(impl, inputs: dict[str, Tensor]) -> Outputs:
@@ -232,7 +242,8 @@ CASES = [
          hint_if_raises=LOSS_HINT),
     Case("a batch of padding only gives a loss of 0", 1.0, "loss",
          lambda s: loss_inputs(s, batch=2, padding_rows=2), seed=705,
-         about="no real label at all: the loss is 0 (not NaN) and so is its gradient", hint_if_raises=LOSS_HINT,
+         about="no real label at all: the loss is 0 (not NaN) and so is its gradient; the same logits with "
+               "real labels give the reference's loss", hint_if_raises=LOSS_HINT,
          hint="With no real label the mean has nothing to average: divide by the number of real labels "
               "clamped to at least 1, so that the loss is 0, not 0 / 0 = NaN."),
     Case("smoothing 0 is the cross-entropy; pad id 4", 0.5, "loss",

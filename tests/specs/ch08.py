@@ -4,9 +4,11 @@ num_layers, num_classes=2, dropout=0.1, max_len=512, pad_id=0, norm_first=False)
 Each classifier case builds your model with the reference's weights (saved with the inputs, so nothing
 depends on your initialisation), in evaluation mode, and loads them by parameter name
 (``embed.embedding.weight``, ``encoder.layers.0.self_attn.w_q.weight``, ``head.bias`` ...): the names are
-part of the contract. The batches are padded with ``pad_id``; the padding probes add more pad columns
-and check that nothing a real token sees changes. Public cases use the seeds below; the grader adds
-hidden cases with other seeds and shapes. Expected outputs come from the reference (tests/reference/ch08.pt).
+part of the contract. The batches are padded with ``pad_id``; the padding probes add more pad columns,
+and the checks require the reference's values and that nothing a real token sees changes (the probes
+only return tensors: ``real_positions_unchanged`` and ``logits_unchanged`` run with the comparison, never
+beside your code). Public cases use the seeds below; the grader adds hidden cases with other seeds and
+shapes. Expected outputs come from the reference (tests/reference/ch08.pt).
 """
 from __future__ import annotations
 
@@ -110,25 +112,44 @@ def logits(impl, inputs: dict[str, Tensor]) -> Outputs:
 
 
 def attention_ignores_padding(impl, inputs: dict[str, Tensor]) -> Outputs:
-    """encode() on the batch and on the batch with more pad columns: the real positions must not change."""
+    """encode() on the batch and on the batch with more pad columns (cut back to the batch's length)."""
     model = build(impl, inputs)
-    tokens, longer = inputs["tokens"], _more_padding(inputs)
+    tokens = inputs["tokens"]
     with torch.no_grad():
-        hidden = model.encode(tokens)                          # (batch, seq, d_model)
-        hidden_longer = model.encode(longer)[:, :tokens.size(1)]  # (batch, seq, d_model)
-    real = tokens != int(inputs["pad_id"])                     # (batch, seq)
-    same = torch.allclose(hidden[real], hidden_longer[real], rtol=1e-4, atol=1e-5)
-    return {"real_tokens_unchanged_by_more_padding": torch.tensor(same)}
+        hidden = model.encode(tokens)                                                  # (batch, seq, d_model)
+        hidden_more_padding = model.encode(_more_padding(inputs))[:, :tokens.size(1)]  # (batch, seq, d_model)
+    return {"hidden": hidden, "hidden_more_padding": hidden_more_padding}
 
 
 def padding_invariance(impl, inputs: dict[str, Tensor]) -> Outputs:
-    """forward() on the batch and on the batch with more pad columns: no logit may change."""
+    """forward() on the batch and on the batch with more pad columns."""
     model = build(impl, inputs)
     with torch.no_grad():
-        before, after = model(inputs["tokens"]), model(_more_padding(inputs))  # (batch, num_classes) each
-    same = isinstance(after, Tensor) and after.shape == before.shape and torch.allclose(before, after, rtol=1e-4,
-                                                                                         atol=1e-5)
-    return {"no_logit_changes_with_more_padding": torch.tensor(bool(same))}
+        logits = model(inputs["tokens"])                            # (batch, num_classes)
+        logits_more_padding = model(_more_padding(inputs))          # (batch, num_classes)
+    return {"logits": logits, "logits_more_padding": logits_more_padding}
+
+
+# ---------------------------------------------------------------- relations (checked where the comparison is made)
+def padded_positions(inputs: dict[str, Tensor]) -> dict[str, Tensor]:
+    """encode()'s values at padded positions mean nothing: not graded (still required finite)."""
+    padded = (inputs["tokens"] == inputs["pad_id"])[..., None]      # (batch, seq, 1)
+    return {"hidden": padded, "hidden_more_padding": padded}
+
+
+def real_positions_unchanged(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
+    """More pad columns change nothing that a real token sees."""
+    real = inputs["tokens"] != inputs["pad_id"]                     # (batch, seq)
+    if torch.allclose(outputs["hidden"][real], outputs["hidden_more_padding"][real], rtol=1e-4, atol=1e-5):
+        return {}
+    return {"padding_changes_real_tokens": "more pad columns changed encode() at the real tokens"}
+
+
+def logits_unchanged(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
+    """More pad columns change no logit."""
+    if torch.allclose(outputs["logits"], outputs["logits_more_padding"], rtol=1e-4, atol=1e-5):
+        return {}
+    return {"padding_changes_logits": "more pad columns changed the logits"}
 
 
 PROBES = {"pool": pool, "logits": logits, "attention_ignores_padding": attention_ignores_padding,
@@ -140,6 +161,10 @@ PROBES = {"pool": pool, "logits": logits, "attention_ignores_padding": attention
 READY_MADE = {"classifier.py": ["Transformer*", "MultiheadAttention", "multi_head_attention_forward",
                                 "scaled_dot_product_attention", "_scaled_dot_product_*", "LayerNorm", "layer_norm",
                                 "AdaptiveAvgPool*", "adaptive_avg_pool*"]}
+
+# every padding case (hidden ones too): the values are the reference's, and more padding changes none of them
+ATTENTION_PADDING = {"relation": real_positions_unchanged, "ignore": padded_positions}
+LOGITS_PADDING = {"relation": logits_unchanged}
 
 SHAPE_HINT = ("If this is a shape error: masked_mean must return (batch, d_model) (the mean over the positions, "
               "dim=1) for the head nn.Linear(d_model, num_classes), and the encoder takes the padding mask as "
@@ -165,11 +190,12 @@ CASES = [
          lambda s: model_inputs(s, batch=4, seq=9, norm_first=True), seed=806,
          about="norm_first=True: the encoder's Pre-LN stack with its final norm", hint_if_raises=SHAPE_HINT),
     Case("attention ignores padding", 1.0, "attention_ignores_padding", lambda s: model_inputs(s, extra=5),
-         seed=807, about="encode(tokens) at the real positions is unchanged when 5 pad columns are added",
-         hint_if_raises=SHAPE_HINT),
+         seed=807, about="encode(tokens) at the real positions, and unchanged when 5 pad columns are added",
+         hint_if_raises=SHAPE_HINT, **ATTENTION_PADDING),
     Case("more padding changes no logit", 1.5, "padding_invariance",
          lambda s: model_inputs(s, batch=4, seq=8, extra=6), seed=808,
-         about="the same reviews padded to 8 and to 14 columns give the same logits", hint_if_raises=SHAPE_HINT),
+         about="the same reviews padded to 8 and to 14 columns give the same logits, the reference's",
+         hint_if_raises=SHAPE_HINT, **LOGITS_PADDING),
     Case("a row of padding only stays finite", 1.0, "logits", lambda s: model_inputs(s, empty_row=True), seed=809,
          about="the last row is all padding: its pooled vector is zeros, so its logits are head.bias",
          hint="A row with no real token must give finite logits: masked scores are filled with a finite "
