@@ -1,8 +1,8 @@
 """The grading child: runs *inside* the sandbox, calls the learner's code, writes outputs as plain data.
 
-Copied into each sandbox as ``_grader_child.py`` and started as ``python -I -S _grader_child.py START``,
-or imported by the warm sandbox's fork server (zygote.py), which calls ``run(box, start)`` in each child
-it forks. It imports nothing from the grader: only the standard library, torch, the instructor's
+Copied into each sandbox as ``_grader_child.py`` and started as ``python -I -S _grader_child.py START``
+(which first loads the seccomp filter left beside it: ``confine_here``), or imported by the warm sandbox's
+fork server (zygote.py), which confines each child it forks the same way and calls ``run(box, start)``. It imports nothing from the grader: only the standard library, torch, the instructor's
 ``course_lib.provided`` and the chapter spec copied beside it. It never sees expected values.
 
 The job (``job.json``) lists one or more chapters, each with its spec, its inputs (``inputs_chNN.pt``,
@@ -170,7 +170,25 @@ def run(box: str, start: int) -> int:
     return 0
 
 
+def confine_here(folder: str) -> None:
+    """The cold way: load the seccomp filter the grader left beside this file (``_grader_filter.bpf``, with
+    ``_grader_confine.py``) and become undumpable, before any learner code. No filter there: the grader
+    found none could be set here, and said so."""
+    program = os.path.join(folder, "_grader_filter.bpf")
+    if not os.path.exists(program):
+        return
+    import importlib.util
+
+    module_spec = importlib.util.spec_from_file_location("_grader_confine", os.path.join(folder, "_grader_confine.py"))
+    confine = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(confine)
+    with open(program, "rb") as fh:
+        confine.load_filter(fh.read())
+    confine.dumpable(False)
+
+
 if __name__ == "__main__":
+    confine_here(os.path.dirname(os.path.abspath(__file__)))
     code = run(os.path.dirname(os.path.abspath(__file__)), int(sys.argv[1]))
     sys.stdout.flush()
     os._exit(code)  # skip interpreter shutdown: learner atexit handlers and threads do not run

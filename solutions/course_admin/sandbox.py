@@ -16,6 +16,9 @@ and recorded in every grade row:
              The child's Python audit hook (sockets, subprocesses, files outside the sandbox) stops
              careless code, not a determined attacker: ``course grade`` asks for ``--trust-learners``.
 
+In both, the grading child loads a seccomp filter before any learner code (confine.py: no ptrace, no
+keyrings or message queues, no new namespaces or mounts ...), left in the box by ``confine_box``.
+
 Under bwrap, the grading child normally does not come from ``run`` but from a warm sandbox (warm.py):
 one bwrap per grading process, with the same binds and limits, whose fork server forks a child per run
 and sweeps what it leaves; ``run`` is the cold way (``COURSE_GRADE_WARM=0``, and the rlimits fallback).
@@ -38,6 +41,7 @@ from __future__ import annotations
 import os
 import select
 import shlex
+import shutil
 import struct
 import subprocess
 import threading
@@ -46,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import procs, reaper
+from . import confine, procs, reaper
 from .procs import bwrap_works, detect, python_paths
 from .reaper import sweep_stale
 
@@ -75,11 +79,12 @@ class RunResult:
     timed_out: bool
 
 
-def _bwrap_argv(box: Path, inner: list[str], limits: Limits) -> list[str]:
-    """The box read-only at /sandbox; then the root and /dev read-only, leaving the sized /tmp writable."""
+def _bwrap_argv(box: Path, inner: list[str], limits: Limits, pid_1: bool = False) -> list[str]:
+    """The box read-only at /sandbox; then the root and /dev read-only, leaving the sized /tmp writable.
+    ``pid_1``: the command is the sandbox's pid 1 (no bubblewrap init beside it)."""
     return procs.bwrap_root(limits.tmp_bytes) + [
         "--ro-bind", str(box), "/sandbox", "--chdir", "/sandbox", "--setenv", "HOME", "/tmp",
-        "--remount-ro", "/dev", "--remount-ro", "/", "--", *inner]
+        "--remount-ro", "/dev", "--remount-ro", "/", *(["--as-pid-1"] if pid_1 else []), "--", *inner]
 
 
 def environment(isolation: str, box: Path, token_var: str, token: str) -> dict[str, str]:
@@ -94,6 +99,14 @@ def environment(isolation: str, box: Path, token_var: str, token: str) -> dict[s
 def new_cgroup(limits: Limits) -> reaper.Cgroup:
     """The run's cgroup: its process cap, and its memory with room for tmpfs pages and the interpreter."""
     return reaper.Cgroup(limits.max_processes, limits.memory_bytes + 512 * 1024**2)
+
+
+def confine_box(box: Path) -> None:
+    """Leave the seccomp filter and its loader beside the grading child (child.confine_here loads them
+    before any learner code), where a filter can be set here; ``course grade`` says when it cannot."""
+    if confine.available()[0]:
+        shutil.copyfile(Path(confine.__file__), box / "_grader_confine.py")
+        (box / "_grader_filter.bpf").write_bytes(confine.compile_filter())
 
 
 def _cap_log(path: Path, keep: int) -> None:
@@ -209,6 +222,7 @@ def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path,
     In ``rlimits`` mode /sandbox in ``argv`` is rewritten to the box's real path. The command's results
     (frames on the result pipe, see the module docstring) land in ``box/out``.
     """
+    confine_box(box)
     uid = None
     if isolation == "bwrap":
         command = _bwrap_argv(box, argv, limits)

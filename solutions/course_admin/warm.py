@@ -7,13 +7,18 @@ per run) stays for the rlimits fallback and behind ``COURSE_GRADE_WARM=0``.
 
 What a learner's run gets is what sandbox.run gives under bwrap: the same namespaces, read-only root,
 64 MiB /tmp, rlimits (set by the zygote in the child), the cgroup (one for the sandbox's life), the
-result pipe and a log of its own. What it could leave for the next learner is swept by the zygote
-before it reports the run's end (zygote.py: every other process killed, /tmp emptied, System V IPC
-objects removed, keyrings cleared, the zygote's own inheritable attributes checked); anything it cannot sweep, a zygote
-that dies, stops answering or says anything unexpected, and a run that is stopped at its time limit all
-make this side throw the whole sandbox away (every process killed from outside, cgroup included) and
-start a new one for the next run. A zygote that died between runs never took the next request: that
-run is handed once more to a new sandbox, at no cost to its learner.
+result pipe and a log of its own; and more, since the sandbox outlives the run: the zygote is the
+sandbox's pid 1 (bubblewrap's ``--as-pid-1``), undumpable, and each child takes user, network and IPC
+namespaces of its own and loads the seccomp filter (confine.py) before any learner code. So no run can
+reach the zygote, pid 1 or a later run. The sandbox never starts without the filter: where none can be
+set here, ``ZygoteError`` says why and this process grades the cold way. What a run could leave for the
+next learner is swept by the zygote before it reports the run's end (zygote.py: every other process
+killed, /tmp emptied, System V IPC objects removed, keyrings cleared, the zygote's own inheritable
+attributes checked); anything it cannot sweep, a zygote that dies, stops answering or says anything
+unexpected, and a run that is stopped at its time limit all make this side throw the whole sandbox away
+(every process killed from outside, cgroup included) and start a new one for the next run. A zygote that
+died between runs never took the next request: that run is handed once more to a new sandbox, at no
+cost to its learner.
 
 The runs' folders are made in the sandbox's ``spool`` folder, bound read-only at /sandbox; only the
 run being graded is there while it runs.
@@ -34,11 +39,11 @@ from collections.abc import Callable
 from multiprocessing import util
 from pathlib import Path
 
-from . import procs, reaper, sandbox
+from . import confine, procs, reaper, sandbox
 
 SWITCH = "COURSE_GRADE_WARM"
 HERE = Path(__file__).resolve().parent
-FILES = {"zygote.py": HERE / "zygote.py", "child.py": HERE / "child.py"}
+FILES = {"zygote.py": HERE / "zygote.py", "child.py": HERE / "child.py", "confine.py": HERE / "confine.py"}
 START_S = 120.0  # importing torch on a loaded machine
 
 
@@ -52,6 +57,8 @@ class ZygoteError(RuntimeError):
 
 
 class WarmSandbox:
+    PID_1 = True  # the zygote is the sandbox's pid 1: no bubblewrap init beside it for a run to take over
+
     def __init__(self, files: dict[str, Path] = FILES) -> None:
         self.root = Path(tempfile.mkdtemp(prefix=f"{reaper.Cgroup.PREFIX}{os.getpid()}_warm_"))
         self.spool = self.root / "spool"
@@ -67,12 +74,17 @@ class WarmSandbox:
 
     # ------------------------------------------------------------------ life of the sandbox
     def _start(self, limits: sandbox.Limits) -> None:
+        ok, why = confine.available()
+        if not ok:  # the runs of a warm sandbox share it: never without the filter
+            raise ZygoteError(why)
+        (self.spool / "_zygote" / "filter.bpf").write_bytes(confine.compile_filter())
         exe, _, site = procs.python_paths()
         self.cgroup = sandbox.new_cgroup(limits)
         token_var, self.token = reaper.new_token()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # the spool where sandbox.run would bind a run's box; no RLIMIT_CPU: the zygote outlives many runs
-        argv = sandbox._bwrap_argv(self.spool, [str(exe), "-I", "-S", "/sandbox/_zygote/zygote.py", str(site)], limits)
+        argv = sandbox._bwrap_argv(self.spool, [str(exe), "-I", "-S", "/sandbox/_zygote/zygote.py", str(site)], limits,
+                                   pid_1=self.PID_1)
         script = sandbox._script(argv, limits, "bwrap", self.cgroup, None, cpu=False)
         env = {**sandbox.environment("bwrap", self.spool, token_var, self.token),
                "COURSE_ZYGOTE_FD": str(theirs.fileno())}

@@ -1,8 +1,10 @@
-"""The fork server of a warm sandbox: runs *inside* bubblewrap, imports torch once, then forks one grading
-child per request, strictly one at a time, and sweeps what that child left before it answers.
+"""The fork server of a warm sandbox: runs *inside* bubblewrap as the sandbox's pid 1 (``--as-pid-1``),
+imports torch once, then forks one grading child per request, strictly one at a time, and sweeps what that
+child left before it answers.
 
 Started by warm.py as ``python -I -S /sandbox/_zygote/zygote.py SITE_PACKAGES`` with one end of a
-SOCK_SEQPACKET socket at fd $COURSE_ZYGOTE_FD. Messages are JSON, one a packet:
+SOCK_SEQPACKET socket at fd $COURSE_ZYGOTE_FD, and the compiled seccomp filter (confine.py) beside it in
+``filter.bpf``. Messages are JSON, one a packet:
 
     zygote -> worker  {"ready": pid}                 torch and the child imported, nothing forked yet
     worker -> zygote  {"box": "/sandbox/run_...", "start": n, "limits": {...}}
@@ -11,19 +13,24 @@ SOCK_SEQPACKET socket at fd $COURSE_ZYGOTE_FD. Messages are JSON, one a packet:
     zygote -> worker  {"status": wait status, "left": ""}    the child ended and the sandbox was swept;
                       "left" names what could not be swept (the worker then throws the sandbox away)
 
-Each child closes the control socket, every fd but stdin, the log (as 1 and 2) and the result pipe (as
-3), takes the run's rlimits and a session of its own, and only then imports the learner's code
-(child.run). The zygote is not dumpable (PR_SET_DUMPABLE 0), so no process of the sandbox can ptrace
-it or open its /proc/<pid>/fd: the socket stays out of a learner's reach. A child can kill or stop the
-zygote: the worker then sees the socket close or the time run out, and throws the sandbox away.
+Nothing of a run can reach the zygote. It is pid 1 of the sandbox's PID namespace, so no signal from inside
+that it does not handle (it handles none) reaches it, SIGKILL and SIGSTOP included; it is not dumpable
+(PR_SET_DUMPABLE 0), so no process of the sandbox can open its /proc/<pid>/mem, fd or environ. Each child,
+before it imports any of the learner's code (child.run):
+- closes the control socket and every fd but stdin, the log (as 1 and 2) and the result pipe (as 3);
+- takes a session, and user, network and IPC namespaces of its own (confine.own_namespaces): an abstract
+  unix socket or an IPC object of one run is not there for the next;
+- takes the run's rlimits, stays undumpable, and loads the seccomp filter (confine.py: no ptrace, no
+  process_vm_*, no pidfd, no keyrings, no message queues, no new namespaces or mounts ...), which every
+  process it starts inherits.
 
-The sweep between children: SIGKILL to every process of the sandbox (kill(-1): all but its init and
-the zygote) until none is left; /tmp emptied (but for the folders bubblewrap made there to reach a
-Python or venv that lives under /tmp); every System V IPC object removed (the sandbox has its own IPC
-namespace); the keyrings a later child would share cleared (its user namespace has its own; x86_64 and
-aarch64 only). Nothing else is writable. Last, what another process of the same uid can change in the
-zygote and every later child would inherit (rlimits, nice, scheduling, affinity, I/O priority, OOM
-score) must be as it was at start; if not, the worker throws the sandbox away.
+The sweep between children: SIGKILL to every process of the sandbox (kill(-1): all but the zygote) until
+none is left, their zombies reaped (the zygote is their init); /tmp emptied (but for the folders bubblewrap
+made there to reach a Python or venv that lives under /tmp); every System V IPC object removed; the
+keyrings cleared (x86_64 and aarch64; the filter denies them, this is a second line). Nothing else is
+writable. Last, what another process of the same uid can change in the zygote and every later child would
+inherit (rlimits, nice, scheduling, affinity, I/O priority, OOM score) must be as it was at start; if not,
+the worker throws the sandbox away.
 """
 from __future__ import annotations
 
@@ -42,7 +49,6 @@ from typing import NamedTuple
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULT_FD = 3
-PR_SET_DUMPABLE = 4
 LIMITS = {"as": resource.RLIMIT_AS, "fsize": resource.RLIMIT_FSIZE, "nofile": resource.RLIMIT_NOFILE,
           "cpu": resource.RLIMIT_CPU, "core": resource.RLIMIT_CORE}
 _LIBC = ctypes.CDLL(None, use_errno=True)
@@ -53,13 +59,18 @@ KEYCTL = {"x86_64": 250, "aarch64": 219}  # syscall numbers
 KEYRINGS = (-4, -5, -3)  # the user, user-session and session keyrings (KEY_SPEC_*)
 
 
-def _dumpable(flag: int) -> None:
-    if _LIBC.prctl(PR_SET_DUMPABLE, flag, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), f"prctl(PR_SET_DUMPABLE, {flag}) failed")
+def _reap() -> None:
+    """Collect every ended child: as the sandbox's init, the zygote inherits every orphan of a run."""
+    while True:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
 
 
 def _others() -> list[int]:
-    """Live processes of the sandbox other than its init (pid 1) and this zygote."""
+    """Live processes of the sandbox other than its init (pid 1, this zygote) and this zygote."""
     me, found = os.getpid(), []
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) not in (1, me):
@@ -149,6 +160,7 @@ def sweep(base: Baseline) -> str:
             os.kill(-1, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        _reap()
         if not _others():
             break
         time.sleep(0.005)
@@ -188,8 +200,11 @@ def _ipc_ids(kind: str) -> list[int]:
         return [int(line.split()[1]) for line in fh.read().strip().splitlines()[1:]]
 
 
-def _child(sock: socket.socket, fds: list[int], request: dict, run) -> None:
-    """In the forked child: fds, session, limits, then the grading child proper. Never returns."""
+def _child(sock: socket.socket, fds: list[int], request: dict, run, program: bytes) -> None:
+    """In the forked child: fds, session, namespaces, limits, the seccomp filter, then the grading child
+    proper. Never returns."""
+    import confine  # imported by main(), beside this file
+
     code = 70
     try:
         sock.detach()  # its fd is closed below; the object must not close a reused number later
@@ -200,10 +215,12 @@ def _child(sock: socket.socket, fds: list[int], request: dict, run) -> None:
             os.dup2(result_fd, RESULT_FD)
         os.closerange(RESULT_FD + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
         os.setsid()
-        _dumpable(1)  # like any fresh process; the zygote, its parent, stays undumpable
+        confine.own_namespaces()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any Python; the zygote ignores it
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a file over the limit fails to write, never kills
         for name, value in request["limits"].items():
             resource.setrlimit(LIMITS[name], (value, value))
+        confine.load_filter(program)  # one thread here; undumpable, as the zygote that forked it
         os.environ["COURSE_RESULT_FD"] = str(RESULT_FD)
         os.chdir(request["box"])
         code = run(request["box"], int(request["start"]))
@@ -219,8 +236,13 @@ def _child(sock: socket.socket, fds: list[int], request: dict, run) -> None:
 
 def main() -> int:
     sock = socket.socket(fileno=int(os.environ.pop("COURSE_ZYGOTE_FD")))
-    _dumpable(0)
     sys.path[:0] = [HERE, sys.argv[1]]
+    import confine  # copied beside this file by warm.py, as the grading child (child.py) is
+
+    confine.dumpable(False)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # pid 1 gets no other signal from inside the sandbox
+    with open(os.path.join(HERE, "filter.bpf"), "rb") as fh:
+        program = fh.read()
     import torch  # noqa: F401 - the point of the zygote: every child finds it imported
     import child  # the grading child (child.py), copied beside this file
 
@@ -236,7 +258,7 @@ def main() -> int:
             raise RuntimeError(f"a request came with {len(fds)} fds, not 2")
         pid = os.fork()
         if pid == 0:
-            _child(sock, fds, request, child.run)
+            _child(sock, fds, request, child.run, program)
         for fd in fds:
             os.close(fd)
         sock.send(json.dumps({"started": pid}).encode())

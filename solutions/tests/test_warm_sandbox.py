@@ -20,71 +20,11 @@ import pytest
 import torch
 
 from course_lib.provided.layout import LAYOUT
+from sandbox_runs import CLEAN, SHARED_NAMESPACES, UNFILTERED, clean_view, planted_zygote, run, warm_cls  # noqa: F401
 
 REPO = LAYOUT.root
 pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "warm.py").is_file(),
                                 reason="the grader ships only with the instructor's repository")
-
-SPEC = "PROBES = {'look': lambda impl, inputs: impl.hostile.look()}\n"
-
-LOOK = '''
-import ctypes, os, resource, torch
-
-KEY_NR = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(os.uname().machine)  # add_key, keyctl
-
-
-def keys():
-    """Keys named left_by_a in the keyrings a run can reach: user, user-session, session, persistent."""
-    if KEY_NR is None:
-        return 0
-    libc = ctypes.CDLL(None)
-    persistent = libc.syscall(KEY_NR[1], 22, -1, -2)  # KEYCTL_GET_PERSISTENT, into the process keyring
-    return sum(libc.syscall(KEY_NR[1], 10, ring, b"user", b"left_by_a", 0) > 0  # KEYCTL_SEARCH
-               for ring in (-4, -5, -3, persistent))
-
-BINDS = {line.split()[4] for line in open("/proc/self/mountinfo") if line.split()[4].startswith("/tmp/")}
-LEADS = set()
-for _d in BINDS:
-    while (_d := os.path.dirname(_d)).startswith("/tmp/"):
-        LEADS.add(_d)
-
-def look():
-    me, parent = os.getpid(), os.getppid()
-    others = 0
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in (1, me, parent):
-            try:
-                state = open(f"/proc/{name}/stat", "rb").read().rsplit(b")", 1)[1].split()[0]
-            except OSError:
-                continue
-            others += state != b"Z"
-    ipc = sum(len(open(f"/proc/sysvipc/{k}").read().strip().splitlines()) - 1 for k in ("shm", "sem", "msg"))
-    sockets = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            sockets += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
-        except OSError:
-            pass
-    zygote_fds = 0  # the zygote's fds (its control socket among them) that this run could open
-    for path in [f"/proc/{parent}/mem", f"/proc/{parent}/environ"] + [f"/proc/{parent}/fd/{n}" for n in range(64)]:
-        try:
-            os.close(os.open(path, os.O_RDONLY))
-            zygote_fds += 1
-        except OSError:
-            pass
-    tmp = 0  # what is in /tmp but the folders bubblewrap made to reach a venv under /tmp (a CI clone)
-    for root, dirs, files in os.walk("/tmp"):
-        dirs[:] = [d for d in dirs if os.path.join(root, d) not in BINDS]
-        tmp += sum(os.path.join(root, n) not in LEADS for n in dirs + files)
-    return {"others": torch.tensor(others), "tmp": torch.tensor(tmp),
-            "ipc": torch.tensor(ipc), "keys": torch.tensor(keys()), "sockets": torch.tensor(sockets), "zygote_fds": torch.tensor(zygote_fds),
-            "nice": torch.tensor(os.getpriority(os.PRIO_PROCESS, 0)),
-            "stack": torch.tensor(resource.getrlimit(resource.RLIMIT_STACK)[0]),
-            "cpus": torch.tensor(len(os.sched_getaffinity(0))),
-            "oom": torch.tensor(int(open("/proc/self/oom_score_adj").read())),
-            "as": torch.tensor(resource.getrlimit(resource.RLIMIT_AS)[1]),
-            "cpu": torch.tensor(resource.getrlimit(resource.RLIMIT_CPU)[1])}
-'''
 
 LEAVES_EVERYTHING = '''
 import ctypes, os, time
@@ -112,8 +52,6 @@ if _nr:  # a key in the user, user-session and persistent keyrings
 time.sleep(0.2)
 '''
 
-CLEAN = {"others": 0, "tmp": 0, "ipc": 0, "keys": 0, "sockets": 0, "zygote_fds": 0}
-
 # What a run can change in the zygote (same uid: prlimit, setpriority, sched_setaffinity, its /proc
 # files), which every later child would inherit.
 ZYGOTE_HARMS = {
@@ -122,66 +60,6 @@ ZYGOTE_HARMS = {
     "cpus": "import os\nos.sched_setaffinity(os.getppid(), {min(os.sched_getaffinity(0))})\n",
     "oom": "import os\nopen(f'/proc/{os.getppid()}/oom_score_adj', 'w').write('1000')\n",
 }
-
-
-@pytest.fixture
-def warm_cls():
-    from course_admin import procs, warm
-
-    if not procs.bwrap_works()[0]:
-        pytest.skip("bubblewrap does not work here")
-    made = []
-
-    def make(**kw):
-        made.append(warm.WarmSandbox(**kw))
-        return made[-1]
-    yield make
-    for w in made:
-        w.close()
-
-
-def run(w, harm: str, wall: float = 30.0):
-    """One learner's run in warm sandbox ``w``: (RunResult, what look() saw or None, log text)."""
-    from course_admin import procs, sandbox
-
-    box = Path(tempfile.mkdtemp(prefix="run_", dir=w.spool))
-    package = box / "course_lib"
-    shutil.copytree(LAYOUT.course_lib / "provided", package / "provided",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    shutil.copy2(LAYOUT.course_lib / "__init__.py", package / "__init__.py")
-    (package / "hostile.py").write_text(harm + LOOK)
-    (box / "tests" / "specs").mkdir(parents=True)
-    (box / "tests" / "specs" / "ch99.py").write_text(SPEC)
-    torch.save([{}], box / "inputs_ch99.pt")
-    _, prefix, site = procs.python_paths()
-    (box / "job.json").write_text(json.dumps({
-        "site_packages": str(site), "python_prefix": str(prefix), "output_cap": 1 << 20, "audit": False,
-        "ready_index": 999, "chapters": [{"chapter": "99", "spec": "tests/specs/ch99.py", "inputs": "inputs_ch99.pt",
-                                          "cases": [{"index": 0, "local": 0, "probe": "look"}]}]}))
-    log = w.root / f"{box.name}.log"
-    limits = sandbox.Limits(wall_s=wall, memory_bytes=2 * 1024**3)
-    try:
-        result = w.run(box, 0, limits, log)
-        out = box / "out" / "000.pt"
-        record = torch.load(out, weights_only=True) if out.is_file() else None
-        seen = {k: v.tolist() for k, v in record["outputs"].items()} if record and record["kind"] == "outputs" else None
-        return result, seen, log.read_text(errors="replace")
-    finally:
-        shutil.rmtree(box, ignore_errors=True)
-
-
-def planted_zygote(warm_cls, folder: Path, line: str, wrong: str):
-    """A warm sandbox whose fork server has ``line`` replaced by ``wrong``: a planted wrong zygote."""
-    from course_admin import warm
-
-    source = warm.FILES["zygote.py"].read_text()
-    assert line in source
-    (folder / "zygote.py").write_text(source.replace(line, wrong, 1))
-    return warm_cls(files={"zygote.py": folder / "zygote.py", "child.py": warm.FILES["child.py"]})
-
-
-def clean_view(seen: dict) -> dict:
-    return {k: seen[k] for k in CLEAN}
 
 
 def test_a_run_sees_a_clean_sandbox_with_its_limits(warm_cls):
@@ -197,17 +75,29 @@ def test_what_a_learner_leaves_is_gone_for_the_next(warm_cls):
     result, seen, log = run(w, LEAVES_EVERYTHING)
     assert result.returncode == 0 and seen is not None, log
     assert seen["others"] >= 1 and seen["tmp"] >= 2 and seen["ipc"] == 1  # the harm was done
-    assert seen["keys"] >= 3 or platform.machine() not in ("x86_64", "aarch64")
+    assert seen["keys"] == 0  # the seccomp filter denies keyrings (confine.py); the sweep is a second line
     result, seen, log = run(w, "")
     assert result.returncode == 0, log
     assert clean_view(seen) == CLEAN
     assert w.starts == 1  # swept, not thrown away
 
 
+def test_without_the_filter_the_sweep_still_clears_keyrings(warm_cls, tmp_path):
+    """A planted zygote whose children load no filter: the keys are made, and the sweep clears them."""
+    if platform.machine() not in ("x86_64", "aarch64"):
+        pytest.skip("keyrings are swept on x86_64 and aarch64 only")
+    w = planted_zygote(warm_cls, tmp_path, UNFILTERED)
+    result, seen, log = run(w, LEAVES_EVERYTHING)
+    assert result.returncode == 0 and seen["keys"] >= 3, log
+    result, seen, log = run(w, "")
+    assert result.returncode == 0 and clean_view(seen) == CLEAN, log
+
+
 def test_planted_zygote_that_does_not_sweep_is_caught(warm_cls, tmp_path):
-    """The planted wrong fork server: its sweep does nothing, and the next learner sees the leftovers."""
-    w = planted_zygote(warm_cls, tmp_path, 'def sweep(base: Baseline) -> str:\n',
-                       'def sweep(base: Baseline) -> str:\n    return ""\n')
+    """The planted wrong fork server: no filter, no namespaces of a run's own, a sweep that does nothing; the
+    next learner sees the leftovers."""
+    w = planted_zygote(warm_cls, tmp_path, UNFILTERED, SHARED_NAMESPACES, ('def sweep(base: Baseline) -> str:\n',
+                                                        'def sweep(base: Baseline) -> str:\n    return ""\n'))
     run(w, LEAVES_EVERYTHING)
     result, seen, log = run(w, "")
     assert result.returncode == 0, log
@@ -216,22 +106,42 @@ def test_planted_zygote_that_does_not_sweep_is_caught(warm_cls, tmp_path):
     assert seen["keys"] >= 3 or platform.machine() not in ("x86_64", "aarch64")
 
 
-@pytest.mark.parametrize("harm, expect", [
-    ("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(2)\n", "ended"),
-    ("import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n", "timed out"),
-    ("import os, signal\nos.kill(-1, signal.SIGKILL)\n", "ended"),
-])
-def test_attacking_the_zygote_harms_only_that_run(warm_cls, harm, expect):
+SIGNALS = {"kill": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nimport time\ntime.sleep(1)\n",
+           "stop": "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n",
+           "kill all": "import contextlib, os, signal\nwith contextlib.suppress(ProcessLookupError):\n"
+                       "    os.kill(-1, signal.SIGKILL)\n"}  # ESRCH when it reached no one
+
+
+@pytest.mark.parametrize("harm", sorted(SIGNALS))
+def test_signals_from_a_run_do_not_reach_the_zygote(warm_cls, harm):
+    """The zygote is the sandbox's pid 1: a signal from inside that it does not handle never arrives, so the
+    run goes on, ends well and the sandbox stays up for the next learner."""
     w = warm_cls()
-    result, _, log = run(w, harm, wall=4.0)
+    result, seen, log = run(w, SIGNALS[harm], wall=4.0)
+    assert result.returncode == 0 and seen is not None, (result, log)
+    result, seen, log = run(w, "")
+    assert result.returncode == 0 and clean_view(seen) == CLEAN, log
+    assert w.starts == 1
+
+
+@pytest.mark.parametrize("harm, expect", [("kill", "ended"), ("stop", "timed out"), ("kill all", "ended")])
+def test_planted_zygote_beside_an_init_is_reached_and_thrown_away(warm_cls, harm, expect):
+    """Planted: the zygote under bubblewrap's own init (as before it was pid 1). The signal reaches it; the
+    sandbox is thrown away, so that only the attacker's run suffers."""
+    from course_admin import warm
+
+    class BesideInit(warm.WarmSandbox):
+        PID_1 = False
+
+    w = warm_cls(cls=BesideInit)
+    result, _, log = run(w, SIGNALS[harm], wall=4.0)
     if expect == "timed out":
         assert result.timed_out, (result, log)
     else:
         assert result.returncode == -9 and not result.timed_out, (result, log)
     result, seen, log = run(w, "")
-    assert result.returncode == 0 and seen is not None, log
-    assert clean_view(seen) == CLEAN
-    assert w.starts == 2  # the attacked sandbox was thrown away; the next learner got a new one
+    assert result.returncode == 0 and clean_view(seen) == CLEAN, log
+    assert w.starts == 2
 
 
 def test_a_box_outside_the_spool_is_refused(warm_cls, tmp_path):
@@ -266,17 +176,29 @@ def test_what_a_run_changes_in_the_zygote_is_not_inherited(warm_cls, harm):
 @pytest.mark.parametrize("harm", sorted(ZYGOTE_HARMS))
 def test_planted_zygote_that_does_not_check_itself_is_caught(warm_cls, harm, tmp_path):
     """The planted wrong fork server skips the check of its own attributes: the next run inherits the harm."""
-    w = planted_zygote(warm_cls, tmp_path, "    if attributes() != base.attributes:\n", "    if False:\n")
+    w = planted_zygote(warm_cls, tmp_path, ("    if attributes() != base.attributes:\n", "    if False:\n"))
     before, after = _zygote_harm(w, harm)
     assert after[harm] != before[harm]
     assert w.starts == 1
 
 
-def test_a_run_that_makes_the_zygote_its_tracer_harms_only_itself(warm_cls):
-    """PTRACE_TRACEME, then a signal: the run stops, is not taken for ended, and runs out of time."""
+TRACEME = "import ctypes, os, signal\nctypes.CDLL(None).ptrace(0, 0, None, None)\nos.kill(os.getpid(), signal.SIGUSR1)\n"
+
+
+def test_a_run_cannot_make_the_zygote_its_tracer(warm_cls):
+    """PTRACE_TRACEME is denied by the filter: the signal that follows ends the run as it would anywhere."""
     w = warm_cls()
-    harm = "import ctypes, os, signal\nctypes.CDLL(None).ptrace(0, 0, None, None)\nos.kill(os.getpid(), signal.SIGUSR1)\n"
-    result, _, log = run(w, harm, wall=3.0)
+    result, _, log = run(w, TRACEME, wall=3.0)
+    assert result.returncode == -10 and not result.timed_out, (result, log)  # SIGUSR1
+    result, seen, log = run(w, "")
+    assert result.returncode == 0 and clean_view(seen) == CLEAN, log
+    assert w.starts == 1
+
+
+def test_planted_unfiltered_run_that_makes_the_zygote_its_tracer_harms_only_itself(warm_cls, tmp_path):
+    """Planted: children without the filter. The run stops, is not taken for ended, and runs out of time."""
+    w = planted_zygote(warm_cls, tmp_path, UNFILTERED)
+    result, _, log = run(w, TRACEME, wall=3.0)
     assert result.timed_out, (result, log)
     result, seen, log = run(w, "")
     assert result.returncode == 0 and clean_view(seen) == CLEAN, log
