@@ -4,6 +4,7 @@ Learners:    course check ch02 [--json]     run the public checks on your course
              course submit ch02             pack your notebook and course_lib for the instructor
              course capstone finetune --quick   train the capstone's classifier (see course capstone -h)
 Instructors: course release | refs | grade  (tools in solutions/course_admin, not shipped to learners)
+             course report --out grades/   what the class got wrong (report.html) and LMS totals
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from .layout import LAYOUT
 
 LEARNER = {"check": "course_lib.provided.check", "submit": "course_lib.provided.submit",
            "capstone": "course_lib.provided.capstone.run"}
-INSTRUCTOR = {"release": "course_admin.release", "refs": "course_admin.refs", "grade": "course_admin.grade"}
+INSTRUCTOR = {"release": "course_admin.release", "refs": "course_admin.refs", "grade": "course_admin.grade",
+              "report": "course_admin.class_report"}
 
 
 def main(argv: list[str] | None = None) -> int:
