@@ -57,12 +57,15 @@ def _files(folder: Path) -> dict[str, Path]:
 def generate_exercise(source: Path, dest: Path) -> None:
     """Run nbgrader generate_assignment on one source folder and put the release in ``dest``."""
     name = source.name
-    with tempfile.TemporaryDirectory(prefix="course-release-nbgrader-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="course-release-nbgrader-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="course-release-tmpdir-") as its_tmp:
         course = Path(tmp)
         shutil.copytree(source, course / "source" / name, ignore=shutil.ignore_patterns(*IGNORE))
         # nbgrader calls the `alembic` script by name: put this environment's scripts first on PATH.
+        # JUPYTER_NO_CONFIG makes jupyter_core create an empty config folder (jupyter-clean-cfg-*) with
+        # mkdtemp and never removes it: TMPDIR puts it in a temporary folder of ours, removed below.
         scripts = str(Path(sys.executable).parent)
-        env = {**os.environ, "JUPYTER_NO_CONFIG": "1", "PYTHONHASHSEED": "0",
+        env = {**os.environ, "JUPYTER_NO_CONFIG": "1", "PYTHONHASHSEED": "0", "TMPDIR": its_tmp,
                "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
         command = [
             sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force", "--log-level=ERROR",
