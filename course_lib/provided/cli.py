@@ -5,6 +5,7 @@ Learners:    course check ch02 [--json]     run the public checks on your course
              course capstone finetune --quick   train the capstone's classifier (see course capstone -h)
 Instructors: course release | refs | grade  (tools in solutions/course_admin, not shipped to learners)
              course report --out grades/   what the class got wrong (report.html) and LMS totals
+             course gradescope ch02         the chapter's Gradescope autograder zip
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .layout import LAYOUT
 LEARNER = {"check": "course_lib.provided.check", "submit": "course_lib.provided.submit",
            "capstone": "course_lib.provided.capstone.run"}
 INSTRUCTOR = {"release": "course_admin.release", "refs": "course_admin.refs", "grade": "course_admin.grade",
-              "report": "course_admin.class_report"}
+              "report": "course_admin.class_report", "gradescope": "course_admin.gradescope"}
 
 
 def main(argv: list[str] | None = None) -> int:
