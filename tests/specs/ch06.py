@@ -215,16 +215,13 @@ def future_leak(impl, inputs: dict[str, Tensor]) -> Outputs:
 
 
 def no_leak(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
-    """Checked with the comparison, never beside your code: the change at ``changed_at`` changes no logit
-    before it, and does change the logits at its own position."""
+    """Checked with the comparison, never beside your code: no logit before ``changed_at`` changes, its own do."""
     t = int(inputs["changed_at"])
     before, after = outputs["logits"], outputs["logits_changed"]  # (batch, tgt_seq, tgt_vocab) each
-    broken = {}
-    if not torch.allclose(after[:, :t], before[:, :t], rtol=1e-4, atol=1e-5):
-        broken["earlier_change"] = f"changing target token {t} changed the logits at earlier positions"
-    if torch.allclose(after[:, t], before[:, t], rtol=0.0, atol=1e-4):
-        broken["no_later_change"] = f"changing target token {t} changed nothing at its own position"
-    return broken
+    leak = not torch.allclose(after[:, :t], before[:, :t], rtol=1e-4, atol=1e-5)
+    blind = torch.allclose(after[:, t], before[:, t], rtol=0.0, atol=1e-4)
+    return {**({"earlier_change": "changing a target token changed the logits at earlier positions"} if leak else {}),
+            **({"no_later_change": "changing a target token changed nothing at its own position"} if blind else {})}
 
 
 def model_config(impl, inputs: dict[str, Tensor]) -> Outputs:
