@@ -39,4 +39,10 @@ CASES = [
          lambda s: with_padding(s, batch=4, heads=2, seq=7, d_k=16, d_v=6, dtype=torch.bfloat16), seed=9312,
          **_spec.BFLOAT),
     Case("h-square-heads", 1.0, "forward", lambda s: plain(s, lead=(3, 3), seq_q=5, seq_k=3, d_k=3, d_v=2), seed=9313),
+    # every shape the docstring promises: "..." is any number of leading axes, none included; any seq_q, 1 included
+    Case("h-no-leading-axes", 1.0, "forward", lambda s: plain(s, lead=(), seq_q=4, seq_k=6, d_k=8, d_v=5), seed=9314),
+    Case("h-one-query", 1.0, "forward",
+         lambda s: with_mask(s, "queries", batch=2, heads=3, seq_q=1, seq_k=7, d_k=16, d_v=4), seed=9315),
+    Case("h-three-leading-axes", 1.0, "forward",
+         lambda s: plain(s, lead=(2, 2, 3), seq_q=3, seq_k=5, d_k=8, d_v=4), seed=9316),
 ]

@@ -32,4 +32,11 @@ CASES = [
     Case("h-float64-post-ln-stack", 1.0, "forward",
          lambda s: layer_inputs(s, batch=3, seq=4, d_model=12, heads=4, layers=2, mask=True, dtype=torch.float64),
          seed=9509, rtol=1e-7, atol=1e-9),
+    # every shape the docstrings promise: LayerNorm and the FFN take any leading axes, none included; an
+    # EncoderLayer takes any mask broadcastable to (batch, heads, seq, seq)
+    Case("h-norm-one-vector", 1.0, "norm", lambda s: norm_inputs(s, shape=(16,), shift=3.0, scale=2.0), seed=9510),
+    Case("h-ffn-tokens", 1.0, "ffn", lambda s: ffn_inputs(s, d_model=12, d_ff=20, lead=(7,)), seed=9511),
+    Case("h-ffn-4d", 1.0, "ffn", lambda s: ffn_inputs(s, d_model=8, d_ff=16, lead=(2, 3, 4)), seed=9512),
+    Case("h-post-ln-causal-mask", 1.0, "forward",
+         lambda s: layer_inputs(s, batch=3, seq=6, d_model=16, heads=4, d_ff=32, mask="causal"), seed=9513),
 ]

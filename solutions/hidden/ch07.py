@@ -12,7 +12,7 @@ from course_lib.provided.checking import Case
 
 _spec = load_spec("07")
 shift_inputs, loss_inputs, schedule_inputs = _spec.shift_inputs, _spec.loss_inputs, _spec.schedule_inputs
-successor_inputs, model_inputs = _spec.successor_inputs, _spec.model_inputs
+successor_inputs, model_inputs, label_inputs = _spec.successor_inputs, _spec.model_inputs, _spec.label_inputs
 
 CASES = [
     Case("h-shift-long-pad-5", 1.0, "shift", lambda s: shift_inputs(s, batch=5, seq=9, vocab=14, bos=2, eos=3, pad=5),
@@ -36,4 +36,7 @@ CASES = [
          lambda s: model_inputs(s, batch=4, src_seq=5, vocab=9, max_len=8, norm_first=True), seed=9709),
     Case("h-teacher-forcing-longer", 1.0, "teacher",
          lambda s: model_inputs(s, batch=4, src_seq=6, tgt_seq=9, vocab=11), seed=9710),
+    # every shape the docstring promises: target_distribution takes labels of any shape (...), not only (batch, seq)
+    Case("h-distribution-flat-labels", 1.0, "distribution", lambda s: label_inputs(s, (24,), pad=3), seed=9711),
+    Case("h-distribution-3d-labels", 1.0, "distribution", lambda s: label_inputs(s, (2, 2, 6), vocab=7), seed=9712),
 ]

@@ -3,7 +3,7 @@
 Everything is generated into a temporary folder at test time from the reference source, so that no
 conftest.py, sitecustomize.py or torch.py ever sits in the repository's tests/.
 Scores are vectors over the chapter's cases: the 16 public ones (the last, "built from scratch", read from the
-source in the grader's process), then the 13 hidden ones.
+source in the grader's process), then the 16 hidden ones.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ REPO = LAYOUT.root
 REFERENCE = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 
 PUBLIC_POINTS = [1, 1, 0.5, 1.5, 1.5, 1.5, 1, 1, 1, 0.5, 0.5, 0.5, 1, 1, 0.5, 1]
-HIDDEN_POINTS = [1] * 13
+HIDDEN_POINTS = [1] * 16
 # Positions (0-based, public then hidden) that the vectors below name.
 GRADIENTS, UNTOUCHED, FLOAT64, EMPTY_ROWS, FLOAT16, SCRATCH = 7, 8, 6, 5, 12, 15
 H_EMPTY_ROWS, H_FLOAT64, H_GRADIENTS, H_FLOAT16_EMPTY_ROWS = 20, 21, 22, 26

@@ -33,7 +33,8 @@ def attention_inputs(seed: int, batch: int = 2, seq_q: int = 5, seq_k: int | Non
     """Query, key, value, the weights of the four projections and an optional mask.
 
     ``seq_k`` None is self-attention (query, key and value hold the same values); ``mask`` is None,
-    "padding" ((batch, 1, 1, seq_k), a different length per sequence) or "causal" ((seq_q, seq_k)).
+    "padding" ((batch, 1, 1, seq_k), a different length per sequence), "causal" ((seq_q, seq_k)), "target"
+    (both: (batch, 1, seq_q, seq_k)) or "heads" (random, one per head: (batch, heads, seq_q, seq_k)).
     """
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, seq_q, d_model, generator=g, dtype=dtype)       # (batch, seq_q, d_model)
@@ -47,12 +48,16 @@ def attention_inputs(seed: int, batch: int = 2, seq_q: int = 5, seq_k: int | Non
         inputs[f"{name}.weight"] = torch.randn(d_model, d_model, generator=g, dtype=dtype) / d_model ** 0.5
         inputs[f"{name}.bias"] = 0.1 * torch.randn(d_model, generator=g, dtype=dtype)
     inputs["num_heads"] = torch.tensor(heads)
-    if mask == "padding":
-        lengths = torch.arange(batch) % (seq_k - 1) + 2                     # (batch,) each >= 2 valid keys
+    if mask in ("padding", "target"):
+        lengths = torch.arange(batch) % (seq_k - 1) + 2                      # (batch,) each >= 2 valid keys
         keep = torch.arange(seq_k)[None, :] < torch.roll(lengths, 1)[:, None]  # (batch, seq_k)
         inputs["mask"] = keep[:, None, None, :]                              # (batch, 1, 1, seq_k)
-    elif mask == "causal":
-        inputs["mask"] = torch.tril(torch.ones(seq_q, seq_k, dtype=torch.bool))  # (seq_q, seq_k)
+    if mask in ("causal", "target"):
+        causal = torch.tril(torch.ones(seq_q, seq_k, dtype=torch.bool))      # (seq_q, seq_k)
+        inputs["mask"] = inputs["mask"] & causal if mask == "target" else causal  # (batch, 1,) seq_q, seq_k
+    if mask == "heads":
+        per_head = torch.rand(batch, heads, seq_q, seq_k, generator=g) > 0.4  # (batch, heads, seq_q, seq_k)
+        inputs["mask"] = per_head | (torch.arange(seq_k) == 0)               # every query keeps key 0
     return inputs
 
 

@@ -50,9 +50,11 @@ def _norm(g: torch.Generator, name: str, d: int, dtype: torch.dtype) -> dict[str
 
 
 def ffn_inputs(seed: int, batch: int = 2, seq: int = 5, d_model: int = 12, d_ff: int = 24,
-               dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
+               dtype: torch.dtype = torch.float32, lead: tuple[int, ...] | None = None) -> dict[str, Tensor]:
+    """x (batch, seq, d_model), or (*lead, d_model) with ``lead``: the FFN takes any leading axes."""
     g = torch.Generator().manual_seed(seed)
-    inputs = {"x": torch.randn(batch, seq, d_model, generator=g, dtype=dtype), "d_ff": torch.tensor(d_ff)}
+    shape = (batch, seq) if lead is None else lead
+    inputs = {"x": torch.randn(*shape, d_model, generator=g, dtype=dtype), "d_ff": torch.tensor(d_ff)}
     inputs.update(_linear(g, "linear1", d_model, d_ff, dtype))
     inputs.update(_linear(g, "linear2", d_ff, d_model, dtype))
     return inputs
@@ -70,10 +72,12 @@ def _layer(g: torch.Generator, prefix: str, d_model: int, d_ff: int, dtype: torc
 
 
 def layer_inputs(seed: int, batch: int = 2, seq: int = 5, d_model: int = 12, heads: int = 3, d_ff: int = 24,
-                 norm_first: bool = False, layers: int | None = None, mask: bool = False,
+                 norm_first: bool = False, layers: int | None = None, mask: bool | str = False,
                  dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
     """x (batch, seq, d_model), the weights of one EncoderLayer (``layers`` None) or of an Encoder of
-    ``layers`` layers (plus its final norm for Pre-LN), and with ``mask`` a padding mask (batch, 1, 1, seq)."""
+    ``layers`` layers (plus its final norm for Pre-LN), and with ``mask`` a padding mask (batch, 1, 1, seq),
+    or with ``mask="causal"`` the padding and a causal mask at once, (batch, 1, seq, seq): an EncoderLayer
+    takes any mask broadcastable to (batch, heads, seq, seq)."""
     g = torch.Generator().manual_seed(seed)
     inputs = {"x": torch.randn(batch, seq, d_model, generator=g, dtype=dtype), "num_heads": torch.tensor(heads),
               "d_ff": torch.tensor(d_ff), "norm_first": torch.tensor(norm_first)}
@@ -86,7 +90,9 @@ def layer_inputs(seed: int, batch: int = 2, seq: int = 5, d_model: int = 12, hea
         if norm_first:
             inputs.update(_norm(g, "norm", d_model, dtype))
     if mask:
-        inputs["mask"] = _padding(batch, seq)
+        inputs["mask"] = _padding(batch, seq)                            # (batch, 1, 1, seq)
+    if mask == "causal":
+        inputs["mask"] = inputs["mask"] & torch.tril(torch.ones(seq, seq, dtype=torch.bool))  # (batch, 1, seq, seq)
     return inputs
 
 

@@ -65,6 +65,15 @@ def loss_inputs(seed: int, batch: int = 3, seq: int = 6, vocab: int = 11, pad: i
     return inputs
 
 
+def label_inputs(seed: int, shape: tuple[int, ...], batch: int = 4, seq: int = 6, vocab: int = 11,
+                 pad: int = PAD) -> dict[str, Tensor]:
+    """``loss_inputs``' padded target (batch, seq) reshaped to ``shape``, without logits: target_distribution
+    takes labels of any shape (...)."""
+    inputs = loss_inputs(seed, batch=batch, seq=seq, vocab=vocab, pad=pad)
+    del inputs["logits"]
+    return {**inputs, "target": inputs["target"].reshape(shape)}                       # shape
+
+
 def schedule_inputs(seed: int, d_model: int = 512, warmup: int = 4000, steps: tuple[int, ...] = (
         0, 1, 2, 99, 1999, 3998, 3999, 4000, 9999, 99999)) -> dict[str, Tensor]:
     """The steps (counted from 0, as the harness counts them) at which to read the schedule."""
