@@ -32,7 +32,10 @@ CASES = [
     Case("h-float64-padding", 1.0, "forward",
          lambda s: attention_inputs(s, batch=2, seq_q=4, d_model=20, heads=5, mask="padding", dtype=torch.float64),
          seed=9409, rtol=1e-7, atol=1e-9),
-    # every mask shape the docstring promises ("broadcastable to (batch, heads, seq_q, seq_k)"), beyond the public two
+    # every shape the docstring promises: any seq_q, a single query included (a decoding step's cross-attention),
+    # and every mask broadcastable to (batch, heads, seq_q, seq_k), beyond the public two
+    Case("h-cross-one-query", 1.0, "forward",
+         lambda s: attention_inputs(s, batch=3, seq_q=1, seq_k=6, d_model=12, heads=3, mask="padding"), seed=9412),
     Case("h-mask-per-query", 1.0, "forward",
          lambda s: attention_inputs(s, batch=3, seq_q=6, d_model=16, heads=4, mask="target"), seed=9410),
     Case("h-mask-per-head", 1.0, "forward",

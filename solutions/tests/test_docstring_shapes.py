@@ -1,7 +1,7 @@
 """Every shape a docstring promises has a case (issue 17, point 5).
 
 The reference's docstrings (solutions/course_ref/*.py) promise shapes that the public cases did not all
-try: attention on any number of leading axes, none included, and a single query (02); masks of every
+try: attention on any number of leading axes, none included, and a single query (02, 03); masks of every
 broadcastable shape in multi-head attention (03) and the encoder layer (05); LayerNorm and the FFN on any
 leading axes (05); labels of any shape in target_distribution (07). Hidden cases now try each. Planted:
 an implementation wrong only on such a shape (a plausible way to be wrong there, or plainly so) loses
@@ -65,6 +65,13 @@ class MaskSharedByHeads(REF.multihead.MultiHeadAttention):
         return super().forward(query, key, value, mask)
 
 
+class SqueezedOutput(REF.multihead.MultiHeadAttention):
+    """Squeezes the output "to drop stray axes": a single query's axis goes too."""
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None) -> Tensor:
+        return super().forward(query, key, value, mask).squeeze()             # (batch, d_model) when seq_q = 1
+
+
 # ---------------------------------------------------------------- chapter 05: leading axes, masks
 class RowsLayerNorm(REF.encoder.LayerNorm):
     """Normalises the rows of x flattened to (rows, d_model): flatten(0, -2) needs one leading axis at least."""
@@ -103,6 +110,7 @@ PLANTED = [  # chapter, the wrong implementation, the cases it must lose (all of
     ("02", {"attention.scaled_dot_product_attention": batches_mixed_past_two_axes}, {"h-three-leading-axes"}),
     ("03", {"multihead.MultiHeadAttention": PaddingMasksOnly}, {"h-mask-per-query", "h-mask-per-head"}),
     ("03", {"multihead.MultiHeadAttention": MaskSharedByHeads}, {"h-mask-per-head"}),
+    ("03", {"multihead.MultiHeadAttention": SqueezedOutput}, {"h-cross-one-query"}),
     ("05", {"encoder.LayerNorm": RowsLayerNorm}, {"h-norm-one-vector"}),
     ("05", {"encoder.PositionwiseFeedForward": BatchSeqFeedForward}, {"h-ffn-tokens", "h-ffn-4d"}),
     ("05", {"encoder.EncoderLayer": PaddingMaskedLayer}, {"h-post-ln-causal-mask"}),
