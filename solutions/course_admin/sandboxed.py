@@ -17,17 +17,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import torch
-
-from course_lib.provided.checking import CheckFailure
 from course_lib.provided.layout import LAYOUT, owner_of
 
 from . import sandbox, warm
 from .plan import Chapter
+from .results import ResultRefused, read_result
 from .rows import GradeRow, Options
-from .source_scan import with_source_scans
+from .source_scan import submitted_source, with_source_scans
 from .submissions import Reader, SubmissionError
-from .verdict import decode, describe_exit, judge_case, zero_rows
+from .verdict import GraderFailure, decode, describe_exit, judge_case, syntax_error, zero_rows
 
 CHILD = Path(__file__).resolve().parent / "child.py"
 MAX_RESTARTS = 3
@@ -36,7 +34,6 @@ READY_INDEX = 999  # the child's first frame: its setup (specs, inputs) is done,
 
 class GraderError(RuntimeError):
     """The grader's own part failed (a spec that does not load in the sandbox): not the learner's fault."""
-RESULT_MAX_BYTES = 16 * 1024**2
 
 
 def fill_snapshot(reader: Reader, dest: Path, modules: list[str], from_reference: list[str] = ()) -> list[str]:
@@ -108,8 +105,9 @@ def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, wor
             _write_job(box, segments, opts)
             failures = _run_child(box, segments, opts, work)
             for seg in segments:
-                judged = [judge_case(seg.chapter, g, _outcome(box, seg.first + g.index, failures), opts.isolation)
-                          for g in seg.chapter.cases]
+                syntax = _syntax(reader, seg.chapter, list(substitute))
+                judged = [judge_case(seg.chapter, g, _outcome(box, seg.first + g.index, failures), opts.isolation,
+                                     syntax) for g in seg.chapter.cases]
                 rows[seg.chapter.number] = with_source_scans(reader, seg.chapter, judged)
         return {ch.number: rows[ch.number] for ch in chapters}
     finally:
@@ -157,11 +155,22 @@ class _Watchdog:
         return time.monotonic() - self.since > self.budget
 
 
-def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) -> dict[int, str]:
+def _syntax(reader: Reader, chapter: Chapter, substitute: list[str]) -> str | None:
+    """The first of the learner's files that ``chapter`` runs which does not compile, compiled here from the
+    submitted bytes (verdict.syntax_error): what a hidden case that raised may say. None when all compile."""
+    for module in chapter.modules:
+        source = None if module in substitute else submitted_source(reader, module)
+        found = syntax_error(module, source) if source is not None else None
+        if found:
+            return found
+    return None
+
+
+def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) -> dict[int, GraderFailure]:
     """Run the child from the first case without a result until all have one or it has died too often.
     A chapter that runs past its time budget loses its remaining cases; the next chapter starts afresh.
-    Returns a message for each case (global index) that the child could not finish."""
-    messages: dict[int, str] = {}
+    Returns the failure of each case (global index) that the child could not finish, in the grader's words."""
+    messages: dict[int, GraderFailure] = {}
     n = segments[-1].end
     start, restarts = 0, 0
     log = work / f"run_{uuid.uuid4().hex[:6]}.log"
@@ -179,12 +188,14 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) ->
             raise GraderError(f"the grading child could not start ({describe_exit(result.returncode)}): {tail}")
         seg = next(s for s in segments if s.first <= gap < s.end)
         if result.timed_out:
-            messages[gap] = (f"did not finish within the time limit ({budget:g} s per chapter); "
-                             "the process was stopped")
+            messages[gap] = GraderFailure(f"did not finish within the time limit ({budget:g} s per chapter); "
+                                          "the process was stopped")
             _rest(messages, gap + 1, seg.end, "not run: the time limit was reached in an earlier case")
             start = seg.end
             continue
-        messages[gap] = f"the grading process ended during this case ({describe_exit(result.returncode)})"
+        ended = "the grading process ended during this case"
+        messages[gap] = GraderFailure(f"{ended} ({describe_exit(result.returncode)})",
+                                      f"{ended} (how: see the public cases)")  # the exit status is the learner's
         restarts += 1
         start = gap + 1
         if restarts > MAX_RESTARTS:
@@ -214,19 +225,23 @@ def _launch(box: Path, start: int, limits: sandbox.Limits, isolation: str, log: 
     return sandbox.run(box, inner, limits, isolation, log, watchdog=watchdog)
 
 
-def _rest(messages: dict[int, str], start: int, end: int, text: str) -> None:
+def _rest(messages: dict[int, GraderFailure], start: int, end: int, text: str) -> None:
     for i in range(start, end):
-        messages.setdefault(i, text)
+        messages.setdefault(i, GraderFailure(text))
 
 
-def _outcome(box: Path, index: int, failures: dict[int, str]) -> Any:
-    """The decoded outputs of one case, or a CheckFailure saying why there are none."""
+REFUSED_HIDDEN = "the result of this case was refused by the grader's checks"
+
+
+def _outcome(box: Path, index: int, failures: dict[int, GraderFailure]) -> Any:
+    """The decoded outputs of one case, or a GraderFailure saying why there are none. The frame is
+    checked before and after loading (results.py): nothing in it decides how much memory this takes."""
     path = box / "out" / f"{index:03d}.pt"
     if not path.is_file():
-        return CheckFailure(failures.get(index, "no result: the grading process wrote nothing for this case"))
+        return failures.get(index) or GraderFailure("no result: the grading process wrote nothing for this case")
     try:
-        if path.stat().st_size > RESULT_MAX_BYTES:
-            raise ValueError("too large")
-        return decode(torch.load(path, weights_only=True, map_location="cpu"))
+        return decode(read_result(path))
+    except ResultRefused as exc:
+        return GraderFailure(f"the result of this case was refused: {exc}", REFUSED_HIDDEN)
     except Exception as exc:  # noqa: BLE001 - anything a child could leave behind
-        return CheckFailure(f"the result of this case could not be read ({type(exc).__name__})")
+        return GraderFailure(f"the result of this case could not be read ({type(exc).__name__})", REFUSED_HIDDEN)

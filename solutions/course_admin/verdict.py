@@ -1,7 +1,15 @@
 """The trusted comparison: what the sandboxed child wrote, decoded as plain data and judged here.
 
-Nothing in this module runs learner code. A child's record is validated piece by piece; a hidden case's
-message is redacted so that feedback never shows its inputs, shapes or values.
+Nothing in this module runs learner code. A child's record (results.py checked and loaded it) is
+validated piece by piece. Who wrote a failure is kept in its type: a ``GraderFailure`` is one this
+process observed (no result, a time-out, the process ended, a refused result) and its text is the
+grader's own; a ``LearnerFailure`` is an exception record, whose text learner code chose.
+
+A hidden case's message is built from that structure, never from a message's wording: the grader's
+own text, the spec's text of a known mistake, the name of the learner's file that does not compile
+(found by compiling the submitted bytes here), or what kind of output differs (dtype, shape, NaN,
+values) found by comparing here; then the property the case checks (``hidden_property``). No text
+learner code produced (an exception's message or type, an exit status) reaches a hidden case's row.
 """
 from __future__ import annotations
 
@@ -11,26 +19,51 @@ from typing import Any
 
 import torch
 
-from course_lib.provided.checking import CheckFailure, judge
+from course_lib.provided.checking import CheckFailure, compare_one, judge
 
 from .plan import Chapter, GradedCase
 from .rows import GradeRow
 
+MAX_MESSAGE = 600
 
-# ---------------------------------------------------------------- what the child left
+
+class GraderFailure(CheckFailure):
+    """A failure this process observed and worded itself. ``hidden``: the text a hidden case's row
+    shows, without what learner code could choose (an exit status); the message itself by default."""
+
+    def __init__(self, message: str, hidden: str | None = None) -> None:
+        super().__init__(message)
+        self.hidden = message if hidden is None else hidden
+
+
+class LearnerFailure(CheckFailure):
+    """An exception record decoded from the child: its text is learner-controlled."""
+
+
 class _NotTensor:
     pass
 
 
+class _NotDict:
+    pass
+
+
+# ---------------------------------------------------------------- what the child left
 def decode(record: Any) -> Any:
-    """The child's record -> a dict of outputs or an exception; anything else raises ValueError."""
-    if not isinstance(record, dict):
-        raise ValueError("not a dict")
-    kind = record.get("kind")
+    """The child's record -> a dict of outputs or a failure; anything else raises ValueError."""
+    if not isinstance(record, dict) or not isinstance(record.get("kind"), str):
+        raise ValueError("not a record")
+    kind = record["kind"]
     if kind == "exception":
-        return CheckFailure(str(record.get("message", "raised an exception"))[:600])
+        message = record.get("message", "raised an exception")
+        if not isinstance(message, str):
+            raise ValueError("bad message")
+        return LearnerFailure(message[:MAX_MESSAGE])
     if kind == "not_dict":
-        return type(str(record.get("type", "object"))[:60], (), {})()
+        name = record.get("type", "object")
+        if not isinstance(name, str):
+            raise ValueError("bad type name")
+        return type(re.sub(r"\W", "_", name[:60]) or "object", (_NotDict,), {})()
     if kind != "outputs" or not isinstance(record.get("outputs"), dict):
         raise ValueError("unknown record")
     outputs = {}
@@ -41,7 +74,7 @@ def decode(record: Any) -> Any:
             name = re.sub(r"\W", "_", value["not_tensor"][:60]) or "object"
             outputs[str(key)] = type(name, (_NotTensor,), {})()
         else:
-            raise ValueError(f"bad value for {key!r}")
+            raise ValueError("bad output value")
     return outputs
 
 
@@ -59,46 +92,74 @@ def describe_exit(rc: int | None) -> str:
 
 
 # ---------------------------------------------------------------- messages of hidden cases
-_PASS_THROUGH = ("not implemented yet", "missing result", "the probe returned", "not run:", "did not finish",
-                 "the grading process", "the result ", "no result")
+def hidden_property(g: GradedCase) -> str:
+    """What a hidden case checks, in the instructor's words: its ``about``, else its name without the
+    ``h-`` prefix ("h-float64-heads" -> "float64 heads"). Never its inputs."""
+    about = g.case.about.strip()
+    return about or re.sub(r"^h-", "", g.case.name).replace("-", " ").replace("_", " ")
 
 
-def redact_hidden(message: str, names: list[str], mistake_messages: dict[str, str]) -> str:
-    """A hidden case's message without its inputs, shapes or values."""
-    if names:
-        return " Or: ".join(mistake_messages[n] for n in names)
-    m = message
-    key = m.split(":")[0]
-    if re.match(r"^[\w.]+: expected a torch\.Tensor", m):
-        return m.split(",")[0]
-    if re.match(r"^[\w.]+: dtype ", m):
-        return "wrong dtype (keep the dtype of the inputs)"
-    if re.match(r"^[\w.]+: shape ", m):
-        return f"wrong shape of {key}"
-    if re.match(r"^[\w.]+: \d+ (NaN|inf) value", m):
-        return f"{key}: NaN or inf values where the reference is finite"
-    if re.match(r"^[\w.]+: values differ", m):
-        return f"{key}: values differ from the reference"
-    if m.startswith("raised "):
-        where = re.search(r"\(at ([\w.]+:\d+)", m)
-        return key + (f" (at {where.group(1)})" if where else "")
-    if m.startswith(_PASS_THROUGH):
-        return m
-    # about the learner's files, never the hidden case: which file does not import, and where
-    syntax = re.match(r"^(cannot import [\w.-]+\.py: SyntaxError at line \d+)", m)
-    if syntax:
-        return syntax.group(1)
-    missing = re.match(r"^(course_lib/[\w/]+\.py is missing)", m)
+def _outputs_problem(g: GradedCase, actual: Any, expected: dict[str, torch.Tensor],
+                     inputs: dict[str, torch.Tensor]) -> str:
+    """What differs between the learner's outputs and the reference's, compared here, named by the
+    reference's output keys and the kind of difference only (never a relation's message: it may quote
+    the inputs)."""
+    if not isinstance(actual, dict):
+        return "the probe's result is not a dict of tensors"
+    missing = [key for key in expected if key not in actual]
     if missing:
-        return missing.group(1)
-    if m.startswith("called sys.exit("):
-        return "called sys.exit (or exit()): a library function must return, not exit"
-    return "failed"
+        return f"missing result(s): {', '.join(missing)}"
+    ignore = g.case.ignore(inputs) if g.case.ignore else {}
+    free = getattr(g.case, "free", ())  # judged by the case's relation alone, not by the reference's values
+    for key, want in expected.items():
+        got = actual[key]
+        if type(got) is not torch.Tensor:
+            return f"{key}: expected a torch.Tensor"
+        if key in free:
+            continue
+        if got.dtype != want.dtype:
+            return "wrong dtype (keep the dtype of the inputs)"
+        if tuple(got.shape) != tuple(want.shape):
+            return f"wrong shape of {key}"
+        if compare_one(key, got, want, g.case.rtol, g.case.atol, ignore.get(key)) is None:
+            continue
+        if want.is_floating_point() and bool((~torch.isfinite(got) & torch.isfinite(want)).any()):
+            return f"{key}: NaN or inf values where the reference is finite"
+        return f"{key}: values differ from the reference"
+    return "the outputs break what this case checks between them"  # its relation (checking.Case.relation)
+
+
+def hidden_message(chapter: Chapter, g: GradedCase, actual: Any, names: list[str], syntax: str | None) -> str:
+    """A failed hidden case's message, chosen by where the failure came from (module docstring)."""
+    about = f" (this hidden case checks: {hidden_property(g)})"
+    if isinstance(actual, GraderFailure):
+        return actual.hidden + about
+    if names:
+        return " Or: ".join(chapter.spec.MISTAKES[n] for n in names)
+    if isinstance(actual, BaseException):
+        return syntax or "raised an exception" + about
+    try:
+        return _outputs_problem(g, actual, chapter.expected[g.index], chapter.inputs[g.index]) + about
+    except Exception:  # noqa: BLE001 - whatever the child left
+        return "the result could not be compared" + about
+
+
+def syntax_error(module: str, source: bytes) -> str | None:
+    """Why ``source`` (the submitted bytes of ``course_lib/<module>``) does not compile, naming the file
+    and the line only; None when it compiles. Compiled here, never run."""
+    try:
+        compile(source, module, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"cannot import {module}: SyntaxError" + (f" at line {exc.lineno}" if exc.lineno else "")
+    except Exception as exc:  # noqa: BLE001 - RecursionError, MemoryError, NUL bytes: not readable Python
+        return f"cannot import {module}: it cannot be read as Python ({type(exc).__name__})"
+    return None
 
 
 # ---------------------------------------------------------------- one case
-def judge_case(chapter: Chapter, g: GradedCase, actual: Any, isolation: str) -> GradeRow:
-    """Score one case from the decoded outputs (or the failure) of the learner's code."""
+def judge_case(chapter: Chapter, g: GradedCase, actual: Any, isolation: str, syntax: str | None = None) -> GradeRow:
+    """Score one case from the decoded outputs (or the failure) of the learner's code. ``syntax``: why a
+    learner's file of the run does not compile (``syntax_error``), shown on hidden cases that raised."""
     try:
         res = judge(chapter.number, g.case, actual, chapter.inputs[g.index], chapter.expected[g.index],
                     chapter.mistakes[g.index], chapter.spec.MISTAKES, getattr(chapter.spec, "RAISES", None))
@@ -106,7 +167,7 @@ def judge_case(chapter: Chapter, g: GradedCase, actual: Any, isolation: str) -> 
     except Exception as exc:  # noqa: BLE001 - whatever the child left, the batch goes on
         earned, status, message, names = 0.0, "fail", f"the result could not be compared ({type(exc).__name__})", []
     if g.hidden and status != "pass":
-        message = redact_hidden(message, names, chapter.spec.MISTAKES)
+        message = hidden_message(chapter, g, actual, names, syntax)
     return GradeRow(chapter.number, "course_lib", g.label, earned, g.case.points, status, message, isolation)
 
 
