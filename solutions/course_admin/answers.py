@@ -90,6 +90,9 @@ def _learner_cells(data: bytes) -> dict[str, str] | str:
     except (UnicodeDecodeError, ValueError) as exc:
         return (f"the notebook is not valid JSON ({str(exc)[:120]}); open it in Jupyter, save it again and "
                 "hand it in again")
+    except RecursionError:
+        return ("the notebook could not be read: its JSON is nested too deeply (no Jupyter notebook is); open it "
+                "in Jupyter, save it again and hand it in again")
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
         return "the file is not a Jupyter notebook (no list of cells)"
     found: dict[str, str] = {}

@@ -15,34 +15,37 @@ only once those solutions are published, since the learner's code can read what 
 Isolation: learner code runs under bubblewrap (``--isolation auto``, the default, when it works). Without
 it, learner code would run with this process's rights (the rlimits fallback is no boundary): `course grade`
 then refuses to grade unless given --trust-learners, and says so loudly; as root it runs the code as an
-unprivileged uid of its own. --require-sandbox refuses whenever bubblewrap is not what runs.
+unprivileged uid of its own with no capability (and refuses, naming the fix, where Python cannot run as
+that uid), and its banner says what learner code can still read. --require-sandbox refuses whenever
+bubblewrap is not what runs.
 
 The learner id is the collected zip's or folder's name (submissions.py), never what the manifest claims.
 
 This process never imports learner code: it makes the inputs, computes expected values and the outputs
 of known-wrong variants with the reference, and only *loads data* (torch.load weights_only=True) that
-the sandboxed child wrote.
+the sandboxed child wrote, once results.py has checked it. A worker process that dies costs only the
+learners it held, and of those only the one that kills a worker of its own too (batch.py).
 """
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as futures
-import multiprocessing
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from course_lib.provided import chapters as chapters_mod
+from course_lib.provided.layout import LAYOUT
 
-from . import plan, procs, sandbox, warm
+from . import plan, procs, sandbox
 from .answers import MAX_NOTEBOOK_BYTES, read_answers, source_answers
+from .batch import LearnerGrade, chapters_of, run_batch
 from .gradebook import Gradebook, GradebookError
+from .manifest import manifest_warnings
 from .manual import read_manual_scores
 from .report import export
 from .rows import PREREQ_POLICIES, GradeRow, Options, total
@@ -52,22 +55,6 @@ from .verdict import zero_rows
 
 
 # ---------------------------------------------------------------- one learner (runs in a worker process)
-@dataclass
-class LearnerGrade:
-    learner: str
-    fingerprint: str
-    source: str
-    rows: list[GradeRow]
-    seconds: float = 0.0
-    part: str = "*"                 # the submission's chapter, or "*" for a submission of every chapter
-    chapters: list[str] | None = None  # the chapters whose rows these replace
-
-
-def chapters_of(sub: Submission, numbers: list[str]) -> list[str]:
-    """The chapters a submission is graded on: the one it was collected for, else every one asked."""
-    return [sub.chapter] if sub.chapter else numbers
-
-
 def prerequisite_notes(chapter: plan.Chapter, rows: list[GradeRow], earlier: dict[str, list[GradeRow]]) -> list[GradeRow]:
     """Prefix the failed checks of ``chapter`` with the prerequisites of the learner's that fail their own."""
     failing = {}
@@ -83,7 +70,8 @@ def prerequisite_notes(chapter: plan.Chapter, rows: list[GradeRow], earlier: dic
 
 
 def notebook_rows(reader: Reader, chapter: plan.Chapter) -> list[GradeRow]:
-    """The written answers of the chapter's notebook, read as data: nothing of the notebook runs."""
+    """The written answers of the chapter's notebook, read as data: nothing of the notebook runs. Never
+    raises: a notebook that cannot be read fails its own rows only, saying so."""
     def row(component: str, max_points: float, status: str, message: str) -> GradeRow:
         return GradeRow(chapter.number, "notebook", component, 0.0, max_points, status, message, "none")
 
@@ -93,10 +81,11 @@ def notebook_rows(reader: Reader, chapter: plan.Chapter) -> list[GradeRow]:
                 for gid, points in source_answers(chapter.number)]
     try:
         data = reader.read(names[0], MAX_NOTEBOOK_BYTES)
-    except SubmissionError as exc:
-        return [row(gid, points, "error", f"the notebook could not be read ({exc})")
-                for gid, points in source_answers(chapter.number)]
-    return [row(a.grade_id, a.max_points, a.status, a.message) for a in read_answers(data, chapter.number)]
+        return [row(a.grade_id, a.max_points, a.status, a.message) for a in read_answers(data, chapter.number)]
+    except Exception as exc:  # noqa: BLE001 - whatever the file holds, the course_lib rows stand
+        why = str(exc) if isinstance(exc, SubmissionError) else type(exc).__name__
+        return [row(gid, points, "error", f"the notebook could not be read ({why}); open it in Jupyter, save it "
+                    "again and hand it in again") for gid, points in source_answers(chapter.number)]
 
 
 def course_lib_rows(reader: Reader, numbers: list[str], opts: Options, work: Path) -> dict[str, list[GradeRow]]:
@@ -122,7 +111,9 @@ def course_lib_rows(reader: Reader, numbers: list[str], opts: Options, work: Pat
 
 
 def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> LearnerGrade:
-    """The submission's chapters (chapters_of) for one learner: course_lib cases, then the notebook."""
+    """The submission's chapters (chapters_of) for one learner: course_lib cases, then the notebook (which
+    can fail only its own rows), then the warnings about the submission (its manifest, checked here:
+    only submissions that are graded pay for it)."""
     t0 = time.monotonic()
     plan.use_store(opts.store)  # a worker process starts without it
     numbers = chapters_of(sub, numbers)
@@ -136,40 +127,18 @@ def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> Learner
     try:
         reader = Reader(sub.path)
         lib = course_lib_rows(reader, numbers, opts, work)
-        for chapter in graded:
-            rows += lib[chapter.number]
-            if opts.notebooks:
-                rows += notebook_rows(reader, chapter)
-        rows += [GradeRow(numbers[0] if numbers else "", "submission", w[:120], 0.0, 0.0, "warning", w, "none")
-                 for w in sub.warnings]
     except SubmissionError as exc:
         rows = [r for ch in graded for r in zero_rows(ch, "error", f"submission not graded: {exc}")]
+        return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0, **done)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    for chapter in graded:
+        rows += lib[chapter.number]
+        if opts.notebooks:
+            rows += notebook_rows(reader, chapter)
+    rows += [GradeRow(numbers[0] if numbers else "", "submission", w[:120], 0.0, 0.0, "warning", w, "none")
+             for w in sub.warnings + manifest_warnings(reader, sub.manifest)]
     return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0, **done)
-
-
-def grader_failed(sub: Submission, numbers: list[str], exc: BaseException) -> LearnerGrade:
-    """Not the learner's fault: recorded so that the table shows it, never counted as finished
-    (the fingerprint differs), so the next run grades this learner again."""
-    numbers = chapters_of(sub, numbers)
-    rows = [GradeRow(n, "course_lib", "(grader)", 0.0, 0.0, "error",
-                     f"the grader failed on this submission ({type(exc).__name__}: {exc})", "none") for n in numbers]
-    return LearnerGrade(sub.learner, f"retry:{sub.fingerprint}", str(sub.path), rows, part=sub.chapter or "*",
-                        chapters=numbers)
-
-
-def _worker_init() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    # A parent killed outright (SIGKILL, OOM) must not leave workers grading on: die with it.
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() == 1:  # the parent died before the line above ran
-        os._exit(1)
 
 
 # ---------------------------------------------------------------- the batch
@@ -181,28 +150,6 @@ def _say(line: str) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-
-
-def run_batch(todo: list[Submission], numbers: list[str], opts: Options, jobs: int, record) -> None:
-    """Grade ``todo`` with ``jobs`` worker processes, calling ``record`` as each learner finishes."""
-    if jobs <= 1:
-        try:
-            for sub in todo:
-                try:
-                    record(grade_learner(sub, numbers, opts))
-                except Exception as exc:  # noqa: BLE001 - the batch goes on
-                    record(grader_failed(sub, numbers, exc))
-        finally:
-            warm.shutdown()  # this process's warm sandbox (a worker's ends with the worker)
-        return
-    ctx = multiprocessing.get_context("spawn")
-    with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init) as pool:
-        pending = {pool.submit(grade_learner, sub, numbers, opts): sub for sub in todo}
-        for fut in futures.as_completed(pending):
-            try:
-                record(fut.result())
-            except Exception as exc:  # noqa: BLE001
-                record(grader_failed(pending[fut], numbers, exc))
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], Options]:
@@ -273,15 +220,26 @@ def choose_isolation(args: argparse.Namespace) -> str | None:
     if read_all is None:
         _err(f"{why}, and the fallback cannot drop root's rights: {how}. Nothing graded.")
         return None
-    lib = (f"course_lib checks: {how}" if procs.sandbox_uid() is not None
-           else "course_lib checks run as YOU: they can write whatever you can")
     rule = "!" * 100
-    for line in (rule, f"NOT SANDBOXED: {why}.",
-                 "Learner code runs under rlimits only: it can read your files and reach the network.",
-                 f"{lib}.",
+    for line in (rule, f"NOT SANDBOXED: {why}.", *_what_remains(how, Path(args.out)),
                  "--trust-learners was given; every row of this run says isolation=rlimits.", rule):
         _err(line)
     return isolation
+
+
+def _what_remains(how: str, out: Path) -> list[str]:
+    """The banner's lines on what learner code can still do under the rlimits fallback."""
+    if procs.sandbox_uid() is None:
+        return ["Learner code runs under rlimits only, as YOU: it can read your files, write whatever you can "
+                "and reach the network."]
+    lines = [f"Learner code runs under rlimits only: {how}, and it can reach the network.",
+             f"{out / '.prepared'} (expected values) is made readable by you alone."]
+    for secret, what in ((LAYOUT.root / "solutions", "the reference and the hidden cases"),
+                         (out, "the grade table and every learner's feedback")):
+        if procs.readable_by_others(secret):
+            lines.append(f"{secret} ({what}) is readable by other users, so by learner code: "
+                         f"`chmod -R o-rwx {secret}` hides it.")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     opts = replace(opts, isolation=isolation, store=str(out / ".prepared"))
     sandbox.sweep_stale()
     out.mkdir(parents=True, exist_ok=True)
+    store = Path(opts.store)
+    store.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(store, 0o700)  # expected values: never readable by the unprivileged uid of the rlimits fallback
     try:
         book = Gradebook(out / "gradebook.sqlite")
     except GradebookError as exc:
@@ -328,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"  {g.learner}: {got:g}/{possible:g} ({g.seconds:.1f} s)")
 
     try:
-        run_batch(todo, numbers, opts, args.jobs, record)
+        run_batch(todo, numbers, opts, args.jobs, record, grade_learner)
     except KeyboardInterrupt:
         print("course grade: interrupted; finished learners are saved, run the same command to go on",
               file=sys.stderr)

@@ -13,7 +13,9 @@ asks of ``detect()``.
 
 Under ``rlimits`` learner code runs with the grader's rights unless the grader is root: then the course_lib
 child runs as an unprivileged uid of its own (``sandbox_uid()``, one per grading process, through
-``drop_privileges()``), which cannot write the grader's files nor signal another learner's run.
+``drop_privileges()``, with no capability), which cannot write the grader's files, read those other users
+cannot read, nor signal another learner's run. When Python cannot run as that uid (an interpreter under
+a /root of mode 700), ``unprivileged()`` says so and `course grade` refuses, naming the fix.
 
 Ending everything a run started (process trees, cgroups, stale scratch) is reaper.py's job.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -112,43 +115,74 @@ def sandbox_uid() -> int | None:
 
 
 def drop_privileges(uid: int | None, read_all: bool = False) -> list[str]:
-    """The argv prefix that runs a command as ``uid`` (no groups, no capabilities, no new privileges
-    through setuid programs), killed with its parent. ``read_all`` keeps CAP_DAC_READ_SEARCH (read any
-    file, write none): for an interpreter installed where other users cannot read (pyenv under /root)."""
+    """The argv prefix that runs a command as ``uid`` with no groups and no capabilities at all (none is
+    kept: CAP_DAC_READ_SEARCH alone would let learner code read solutions/ and --out/.prepared), no new
+    privileges through setuid programs, killed with its parent. ``read_all`` must be False: an interpreter
+    other users cannot read is refused (``unprivileged``), never made readable by a capability."""
+    if read_all:
+        raise ValueError("drop_privileges keeps no capability: make the interpreter readable by all users instead")
     if uid is None:
         return ["setpriv", "--no-new-privs", "--pdeathsig", "KILL", "--"]
-    caps = (["--inh-caps", "-all,+dac_read_search", "--ambient-caps", "+dac_read_search",
-             "--bounding-set", "-all,+dac_read_search"] if read_all else
-            ["--inh-caps", "-all", "--bounding-set", "-all"])
-    return ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", *caps,
-            "--no-new-privs", "--pdeathsig", "KILL", "--"]
+    return ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--inh-caps", "-all",
+            "--ambient-caps", "-all", "--bounding-set", "-all", "--no-new-privs", "--pdeathsig", "KILL", "--"]
 
 
-def _runs_as(uid: int, read_all: bool) -> tuple[bool, str]:
+def _runs_as(uid: int) -> tuple[bool, str]:
     exe, prefix, site = python_paths()
     code = f"import sys; sys.path.insert(0, {str(site)!r}); import torch; print(sys.base_prefix)"
     try:
-        proc = subprocess.run(drop_privileges(uid, read_all) + [str(exe), "-I", "-S", "-c", code], cwd="/",
+        proc = subprocess.run(drop_privileges(uid) + [str(exe), "-I", "-S", "-c", code], cwd="/",
                               capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin", "HOME": "/"})
     except (OSError, subprocess.TimeoutExpired) as exc:
         return False, f"setpriv failed to start: {exc}"
-    if proc.returncode != 0 or os.path.realpath(proc.stdout.strip() or "?") != str(prefix):
+    if proc.returncode != 0:
         return False, f"exit {proc.returncode}, {(proc.stderr.strip() or proc.stdout.strip())[-300:]}"
+    if os.path.realpath(proc.stdout.strip() or "?") != str(prefix):
+        return False, f"Python started but could not read its installation, {prefix}"
     return True, ""
+
+
+def closed_to_others(path: Path) -> Path | None:
+    """The first folder on the way to ``path`` (``path`` included) that a user with no rights of its own
+    (no owner, no group) cannot enter, by its mode bits; None when every one is open (``o+x``)."""
+    path = Path(os.path.realpath(path))
+    for folder in [*reversed(path.parents), path]:
+        try:
+            mode = os.stat(folder).st_mode
+        except OSError:
+            return folder
+        if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+            return folder
+    return None
+
+
+def readable_by_others(path: Path) -> bool:
+    """Whether a user with no rights of its own can read ``path`` (a folder: list and enter it), by mode bits."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    need = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
+    return closed_to_others(Path(path).parent) is None and mode & need == need
 
 
 @functools.lru_cache(maxsize=None)
 def unprivileged() -> tuple[bool | None, str]:
-    """How the rlimits fallback runs learner code as root: (read_all, description), read_all None when
-    Python cannot run as ``sandbox_uid()`` at all. Not root: (False, ...) and the grader's own uid."""
+    """How the rlimits fallback runs learner code as root: (False, what it can and cannot do) when Python
+    runs as ``sandbox_uid()`` with no capability; (None, why not and the fix) when it cannot (e.g. pyenv
+    under a /root that only root may enter). Not root: (False, ...) and the grader's own uid."""
     uid = sandbox_uid()
     if uid is None:
         return False, "not root: learner code runs with the grader's own uid"
-    ok, why = _runs_as(uid, False)
+    ok, why = _runs_as(uid)
     if ok:
-        return False, f"learner code runs as uid {uid}: it cannot write your files"
-    if _runs_as(uid, True)[0]:
-        return True, (f"learner code runs as uid {uid} allowed to read every file (the interpreter is not "
-                      "readable by other users) but to write none")
-    return None, (f"Python and torch cannot run as uid {uid} ({why}); make the interpreter and the virtual "
-                  "environment readable by all users")
+        return False, (f"learner code runs as uid {uid} with no capabilities: it cannot write your files nor read "
+                       "those other users cannot read, but it can read every file other users can")
+    exe, _, site = python_paths()
+    closed = [c for c in (closed_to_others(exe), closed_to_others(site)) if c is not None]
+    where = (f": {closed[0]} (mode {stat.S_IMODE(os.stat(closed[0]).st_mode):o}) is closed to other users"
+             if closed else "")
+    return None, (f"Python and torch cannot run as uid {uid}, a user with no rights of its own{where} ({why}). "
+                  "Learner code is never given the right to read every file instead. Make the interpreter and the "
+                  f"virtual environment readable by all users (e.g. chmod o+x {closed[0] if closed else 'FOLDER'}, "
+                  "or a Python installed outside /root), or install bubblewrap (apt-get install bubblewrap)")

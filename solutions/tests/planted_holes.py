@@ -57,18 +57,21 @@ FORK_BOMB = _prefix(
     "    raise RuntimeError(f'forked {_forked} processes: no process cap')\n")
 
 
+_UNHOOK = ("import gc as _gc, types as _types\n"
+           "for _o in _gc.get_objects():\n"
+           "    if type(_o) is _types.FunctionType and _o.__name__ == 'hook' and _o.__closure__:\n"
+           "        for _c in _o.__closure__:\n"
+           "            if isinstance(_c.cell_contents, set):\n"
+           "                _c.cell_contents.clear()\n"
+           "            elif isinstance(_c.cell_contents, tuple):\n"
+           "                _c.cell_contents = ('/',)\n")
+
+
 def audit_bypass(targets: list[Path]) -> str:
     """Switch the rlimits fallback's audit hook off (its closure cells are writable), then append to each
     target; any write that succeeds fails every case at import. Only the uid can stop this."""
     return _prefix(
-        "import gc as _gc, types as _types\n"
-        "for _o in _gc.get_objects():\n"
-        "    if type(_o) is _types.FunctionType and _o.__name__ == 'hook' and _o.__closure__:\n"
-        "        for _c in _o.__closure__:\n"
-        "            if isinstance(_c.cell_contents, set):\n"
-        "                _c.cell_contents.clear()\n"
-        "            elif isinstance(_c.cell_contents, tuple):\n"
-        "                _c.cell_contents = ('/',)\n"
+        _UNHOOK +
         "_wrote = []\n"
         f"for _p in {[str(t) for t in targets]!r}:\n"
         "    try:\n"
@@ -150,3 +153,24 @@ def write_class(root: Path, write: bool = True) -> tuple[list[Path], dict[str, d
     # a SyntaxError: hidden cases name the file and the line, nothing of the case
     folder("syntax_error", REFERENCE + "\ndef broken(:\n    pass\n", score="zero_or_scan", syntax=True)
     return [subs, nb, nb.parent / "submitted" / "lee" / "ch02_attention"], expect
+
+
+def secret_reader(secrets: dict[str, list[str]]) -> str:
+    """Switch the audit hook off (``audit_bypass``), then try to read the grader's secrets ({what: [paths or
+    glob patterns]}) at import; any read that succeeds fails every case, and its public message names what
+    was read ("READ prepared")."""
+    return _prefix(
+        _UNHOOK +
+        "import glob as _glob\n"
+        "_read = []\n"
+        f"for _what, _patterns in {secrets!r}.items():\n"
+        "    for _pattern in _patterns:\n"
+        "        for _path in _glob.glob(_pattern) or [_pattern]:\n"
+        "            try:\n"
+        "                with open(_path, 'rb') as _f:\n"
+        "                    _f.read(16)\n"
+        "                _read.append(_what)\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "if _read:\n"
+        "    raise RuntimeError('READ ' + ' '.join(sorted(set(_read))))\n")

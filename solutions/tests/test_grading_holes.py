@@ -185,8 +185,16 @@ def test_rlimits_is_refused_without_trust(tmp_path):
     assert proc.returncode == 2 and "--require-sandbox" in proc.stderr and not (tmp_path / "out").exists()
 
 
+def _python_runs_unprivileged() -> bool:
+    """Whether Python and torch run as the rlimits fallback's uid here (not when pyenv lives under a /root
+    of mode 700: then `course grade` refuses, test_rlimits_as_root_reads_no_secret)."""
+    return procs.unprivileged()[0] is not None
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="the unprivileged uid needs a root grader")
 def test_rlimits_as_root_runs_learner_code_unprivileged(tmp_path):
+    if not _python_runs_unprivileged():
+        pytest.skip(f"Python cannot run as another uid here: {procs.unprivileged()[1][:200]}")
     out, victim = tmp_path / "out", tmp_path / "victim"
     victim.mkdir()
     (victim / "notes.txt").write_text("keep me")
@@ -206,6 +214,42 @@ def test_rlimits_as_root_runs_learner_code_unprivileged(tmp_path):
     db = sqlite3.connect(out / "gradebook.sqlite")
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     db.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the unprivileged uid needs a root grader")
+def test_rlimits_as_root_reads_no_secret(tmp_path):
+    """Issue 17: the fallback's uid kept CAP_DAC_READ_SEARCH when the interpreter lived under /root, so
+    learner code read solutions/ and --out/.prepared. It now keeps no capability: it reads neither (the
+    solutions only where every user may read them, which the banner says), or the run refuses, naming the fix."""
+    from course_admin import plan
+
+    out = tmp_path / "out"
+    prepared = out / ".prepared"
+    secrets = {"prepared": [str(prepared / "*.pt"), str(prepared / f"ch02-{plan.chapter_fingerprint('02')}.pt")],
+               "solutions": [str(REPO / "solutions" / "hidden" / "ch02.py"),
+                             str(REPO / "solutions" / "course_ref" / "attention.py")]}
+    learners = {"correct": {"files": {"course_lib/attention.py": plant.REFERENCE}},
+                "reader": {"files": {"course_lib/attention.py": holes.secret_reader(secrets)}}}
+    subs = plant.write(learners, tmp_path / "subs")
+    proc = grade([subs], out, "--isolation", "rlimits", "--trust-learners")
+    if not _python_runs_unprivileged():
+        closed = procs.closed_to_others(Path(sys.executable))
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert f"{closed} (mode" in proc.stderr and f"chmod o+x {closed}" in proc.stderr, proc.stderr
+        assert "apt-get install bubblewrap" in proc.stderr and "Nothing graded" in proc.stderr
+        assert not (out / "grades.csv").exists()
+        return
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = by_learner(plant.read_csv(out / "grades.csv"))
+    assert points(rows["correct"]) == [float(r["max_points"]) for r in lib(rows["correct"])]
+    said = " ".join(r["message"] for r in lib(rows["reader"]))
+    assert "READ prepared" not in said, said
+    world = procs.readable_by_others(REPO / "solutions" / "hidden" / "ch02.py")
+    assert ("solutions" in said) == world, said
+    if world:
+        assert f"{REPO / 'solutions'} (the reference and the hidden cases) is readable by other users" in proc.stderr
+    else:
+        assert points(rows["reader"]) == [float(r["max_points"]) for r in lib(rows["reader"])], said
 
 
 def test_stale_scratch_folders_are_swept(tmp_path):

@@ -1,0 +1,155 @@
+"""A batch of submissions graded by worker processes: one learner's data can cost only that learner.
+
+``run_batch`` grades in this process (``--jobs 1``) or in a pool of spawned workers. A worker that dies
+(killed by the kernel's OOM killer, a crash in a library) breaks the whole pool: every learner the pool
+still held fails with ``BrokenProcessPool``. Then the learners that were being graded at that moment
+(each worker marks the one it holds in a folder of its own) are suspects: each is graded again alone, in
+a pool of one; a suspect whose lone worker dies too gets rows saying so (``worker_died``), and is graded
+again by the next run. Every other learner goes back to the queue of a fresh pool, so it is graded
+normally. Learners already recorded stay recorded (the grade table commits learner by learner).
+"""
+from __future__ import annotations
+
+import concurrent.futures as futures
+import multiprocessing
+import os
+import shutil
+import signal
+import tempfile
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from . import plan, warm
+from .rows import GradeRow, Options
+from .submissions import Submission
+from .verdict import zero_rows
+
+
+@dataclass
+class LearnerGrade:
+    learner: str
+    fingerprint: str
+    source: str
+    rows: list[GradeRow]
+    seconds: float = 0.0
+    part: str = "*"                 # the submission's chapter, or "*" for a submission of every chapter
+    chapters: list[str] | None = None  # the chapters whose rows these replace
+
+
+Grade = Callable[[Submission, list[str], Options], LearnerGrade]
+Record = Callable[[LearnerGrade], None]
+WORKER_DIED = ("the grader's worker process died while judging this submission's results (killed, e.g. by running "
+               "out of memory); graded again alone, its worker died again, so it has no points for now. Nothing "
+               "else of the class was affected; the next `course grade` run grades it again")
+
+
+def chapters_of(sub: Submission, numbers: list[str]) -> list[str]:
+    """The chapters a submission is graded on: the one it was collected for, else every one asked."""
+    return [sub.chapter] if sub.chapter else numbers
+
+
+def grader_failed(sub: Submission, numbers: list[str], exc: BaseException) -> LearnerGrade:
+    """Not the learner's fault: recorded so that the table shows it, never counted as finished
+    (the fingerprint differs), so the next run grades this learner again."""
+    numbers = chapters_of(sub, numbers)
+    rows = [GradeRow(n, "course_lib", "(grader)", 0.0, 0.0, "error",
+                     f"the grader failed on this submission ({type(exc).__name__}: {exc})", "none") for n in numbers]
+    return LearnerGrade(sub.learner, f"retry:{sub.fingerprint}", str(sub.path), rows, part=sub.chapter or "*",
+                        chapters=numbers)
+
+
+def worker_died(sub: Submission, numbers: list[str]) -> LearnerGrade:
+    """A submission whose worker died twice, the second time graded alone: every case at 0 saying why;
+    not finished (the fingerprint differs), so the next run grades it again."""
+    numbers = chapters_of(sub, numbers)
+    rows = [r for n in numbers for r in zero_rows(plan.prepare(n), "error", WORKER_DIED)]
+    return LearnerGrade(sub.learner, f"retry:{sub.fingerprint}", str(sub.path), rows, part=sub.chapter or "*",
+                        chapters=numbers)
+
+
+def _worker_init() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    # A parent killed outright (SIGKILL, OOM) must not leave workers grading on: die with it.
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the parent died before the line above ran
+        os._exit(1)
+
+
+def _marked(grade: Grade, marks: Path, key: int, sub: Submission, numbers: list[str], opts: Options) -> LearnerGrade:
+    """``grade`` in a worker, with ``marks/<pid>`` naming the learner (``key``) while it is graded."""
+    mark = marks / str(os.getpid())
+    mark.write_text(str(key))
+    try:
+        return grade(sub, numbers, opts)
+    finally:
+        mark.unlink(missing_ok=True)
+
+
+def _pool(jobs: int) -> futures.ProcessPoolExecutor:
+    return futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_worker_init)
+
+
+def _pool_round(queue: list[Submission], numbers: list[str], opts: Options, jobs: int, record: Record,
+                grade: Grade, marks: Path) -> tuple[list[Submission], list[Submission]]:
+    """Grade ``queue`` in one pool. Returns (learners to grade in a fresh pool, suspects to grade alone):
+    both empty unless a worker died."""
+    for old in marks.iterdir():
+        old.unlink()
+    broken: dict[int, Submission] = {}
+    with _pool(jobs) as pool:
+        pending = {pool.submit(_marked, grade, marks, key, sub, numbers, opts): key for key, sub in enumerate(queue)}
+        for fut in futures.as_completed(pending):
+            key = pending[fut]
+            try:
+                record(fut.result())
+            except BrokenProcessPool:
+                broken[key] = queue[key]
+            except Exception as exc:  # noqa: BLE001 - the batch goes on
+                record(grader_failed(queue[key], numbers, exc))
+    held = {int(m.read_text()) for m in marks.iterdir() if m.read_text().isdigit()} & set(broken)
+    suspects = held or set(broken)  # no mark left (it died between learners): each one alone, to be sure
+    return [s for k, s in broken.items() if k not in suspects], [broken[k] for k in sorted(suspects)]
+
+
+def _alone(sub: Submission, numbers: list[str], opts: Options, record: Record, grade: Grade) -> None:
+    """One suspect in a pool of its own: its grade, or ``worker_died`` when this worker dies too."""
+    with _pool(1) as pool:
+        try:
+            record(pool.submit(grade, sub, numbers, opts).result())
+        except BrokenProcessPool:
+            record(worker_died(sub, numbers))
+        except Exception as exc:  # noqa: BLE001
+            record(grader_failed(sub, numbers, exc))
+
+
+def run_batch(todo: list[Submission], numbers: list[str], opts: Options, jobs: int, record: Record,
+              grade: Grade) -> None:
+    """Grade ``todo`` with ``jobs`` worker processes (this process when 1), calling ``record`` as each
+    learner finishes (module docstring: what a worker that dies costs)."""
+    if jobs <= 1:
+        try:
+            for sub in todo:
+                try:
+                    record(grade(sub, numbers, opts))
+                except Exception as exc:  # noqa: BLE001 - the batch goes on
+                    record(grader_failed(sub, numbers, exc))
+        finally:
+            warm.shutdown()  # this process's warm sandbox (a worker's ends with the worker)
+        return
+    marks = Path(tempfile.mkdtemp(prefix=f"course_grade_{os.getpid()}_marks_"))  # swept if we are killed
+    try:
+        queue = list(todo)
+        while queue:
+            queue, suspects = _pool_round(queue, numbers, opts, jobs, record, grade, marks)
+            for sub in suspects:
+                _alone(sub, numbers, opts, record, grade)
+    finally:
+        shutil.rmtree(marks, ignore_errors=True)
