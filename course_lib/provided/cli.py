@@ -6,6 +6,7 @@ Learners:    course check ch02 [--json]     run the public checks on your course
 Instructors: course release | refs | grade  (tools in solutions/course_admin, not shipped to learners)
              course report --out grades/   what the class got wrong (report.html) and LMS totals
              course gradescope ch02         the chapter's Gradescope autograder zip
+             course feedback ch02           course_lib feedback into nbgrader's, before release_feedback
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from .layout import LAYOUT
 LEARNER = {"check": "course_lib.provided.check", "submit": "course_lib.provided.submit",
            "capstone": "course_lib.provided.capstone.run"}
 INSTRUCTOR = {"release": "course_admin.release", "refs": "course_admin.refs", "grade": "course_admin.grade",
-              "report": "course_admin.class_report", "gradescope": "course_admin.gradescope"}
+              "report": "course_admin.class_report", "gradescope": "course_admin.gradescope",
+              "feedback": "course_admin.hub_feedback"}
 
 
 def main(argv: list[str] | None = None) -> int:

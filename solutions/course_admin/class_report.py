@@ -146,7 +146,8 @@ def _title(number: str) -> str:
         return ""
 
 
-def _mistake_texts(number: str) -> dict[str, str]:
+def mistake_texts(number: str) -> dict[str, str]:
+    """{key: text} of the chapter's known mistakes (its spec's MISTAKES); {} where it has none."""
     try:
         return dict(chapters_mod.load_spec(number).MISTAKES)
     except Exception:  # noqa: BLE001 - a chapter without a spec here names no mistakes, the rest stands
@@ -189,7 +190,7 @@ def chapter_report(number: str, table: Table, everyone: list[str]) -> ChapterRep
             where = "hidden" if r.component.startswith(HIDDEN_PREFIX) else (
                 "written answer" if r.kind == "notebook" else "public")
             failed.setdefault((r.component, f"{where}, {r.max_points:g} pt"), set()).add(who)
-    texts = _mistake_texts(number)
+    texts = mistake_texts(number)
     made = {(key, text): {who for who, r in rows if r.status == "fail" and text in r.message}
             for key, text in texts.items()}
     passers, hidden, said = [], {}, {}
