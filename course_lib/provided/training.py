@@ -19,7 +19,9 @@ generators of every rank and the run's settings to ``out/checkpoints/`` (atomica
 ``checkpoints``). Run the same command again after a kill and it continues from the newest checkpoint,
 reaching the same weights as a run never stopped (bitwise on CPU); a checkpoint made with other
 settings is refused, not mixed in. Under torchrun the model is wrapped in DistributedDataParallel:
-each rank computes its share of every global batch, gradients are averaged, rank 0 alone logs.
+each rank computes its share of every global batch, gradients are averaged, rank 0 alone logs (the
+loss it logs is the global batch's: every rank's share summed). A resumed run prints the step it
+resumes from; its ``train_seconds`` and ``examples_per_second`` count the whole run, resumes included.
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import torch
+import torch.distributed as dist
 from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
@@ -89,6 +92,8 @@ class TrainConfig:
     bf16: bool = True                 # autocast to bfloat16, on cuda only
     compile: bool = False             # torch.compile the model
     progress: bool = True             # the tqdm bar (rank 0)
+    threads: int | None = None        # CPU threads of torch in this process (None: leave torch's setting); saved,
+                                      # since CPU results depend on it: a resume with another count is refused
     find_unused_parameters: bool = False  # DDP: parameters that some losses do not reach (a classifier head in pretraining)
 
 
@@ -98,9 +103,10 @@ class TrainResult:
     step: int
     resumed_from: int                 # the checkpoint's step, 0 for a fresh start
     last_eval: dict[str, float]
-    train_seconds: float              # this process's time in training steps (evaluation and saving excluded)
-    examples_per_second: float        # all ranks together, this run's steps only
+    train_seconds: float              # time in training steps, the whole run across resumes (evaluation and saving excluded)
+    examples_per_second: float        # all ranks together, the whole run across resumes
     is_main: bool
+    cpu_seconds: float = 0.0          # this process's CPU time in those steps, all threads, across resumes
 
 
 def to_device(batch: Any, device: torch.device) -> Any:
@@ -137,12 +143,22 @@ def _keep_metrics_until(path: Path, step: int) -> None:
         path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
+def _differences(saved: Any, now: Any, where: str = "") -> list[str]:
+    """``key: saved -> now`` for each setting that differs (nested dicts walked), to say why a resume is refused."""
+    if isinstance(saved, dict) and isinstance(now, dict):
+        return [line for key in sorted(set(saved) | set(now), key=str)
+                for line in _differences(saved.get(key), now.get(key), f"{where}{key}.")]
+    return [] if saved == now else [f"{where.rstrip('.')}: saved {saved!r}, now {now!r}"]
+
+
 def train(model: nn.Module, loss_fn: LossFn, batches: Batches, config: TrainConfig, *,
           schedule: Schedule = constant, evaluate: Evaluate | None = None, out: Path | None = None,
           device: str | torch.device | None = None, run_config: dict[str, Any] | None = None) -> TrainResult:
     """Train ``model`` for ``config.steps`` optimizer steps (see the module's docstring); resume from ``out``."""
     device = device if isinstance(device, torch.device) else pick_device(device)
     ctx = start_processes(device)
+    if config.threads and device.type == "cpu":
+        torch.set_num_threads(config.threads)  # after torchrun's process group, which sets its own share
     raw = model.to(device)
     net: nn.Module = raw
     if ctx.distributed:
@@ -156,23 +172,29 @@ def train(model: nn.Module, loss_fn: LossFn, batches: Batches, config: TrainConf
     folder = Path(out) / "checkpoints" if out is not None else None
     metrics_path = Path(out) / "metrics.jsonl" if out is not None else None
     step = epoch = batch_in_epoch = 0
+    train_seconds, cpu_seconds, examples = 0.0, 0.0, 0  # the whole run's, carried across resumes
     last_eval: dict[str, float] = {}
     seed_everything(config.seed + ctx.rank)
     found = latest_checkpoint(folder) if folder is not None else None
     if found is not None:
         path, state = found
         if state.get("settings") != settings:
-            raise ValueError(f"{path} was saved by a run with other settings; to start over, use another out "
-                             f"folder or delete {folder}.\n  saved: {state.get('settings')}\n  now:   {settings}")
+            changed = "\n  ".join(_differences(state.get("settings"), settings))
+            raise ValueError(f"{path} was saved by a run with other settings; run the same command to resume, or "
+                             f"to start over use another out folder or delete {folder}. What differs:\n  {changed}")
         raw.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         step, epoch, batch_in_epoch = state["step"], state["epoch"], state["batch_in_epoch"]
+        train_seconds, cpu_seconds = state.get("train_seconds", 0.0), state.get("cpu_seconds", 0.0)
+        examples = state.get("examples", 0)
         last_eval = dict(state.get("last_eval", {}))
         rngs = state["rng"]
         set_rng_state(rngs[ctx.rank] if ctx.rank < len(rngs) else rngs[0])
         if ctx.is_main and metrics_path is not None:
             _keep_metrics_until(metrics_path, step)
+        if ctx.is_main:
+            print(f"resumed from step {step} of {config.steps} ({path})", flush=True)
     resumed_from = step
     autocast = (functools.partial(torch.autocast, "cuda", dtype=torch.bfloat16)
                 if config.bf16 and device.type == "cuda" else contextlib.nullcontext)
@@ -200,19 +222,27 @@ def train(model: nn.Module, loss_fn: LossFn, batches: Batches, config: TrainConf
             save_checkpoint(folder, step, {
                 "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch, "model": raw.state_dict(),
                 "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rngs,
-                "settings": settings, "last_eval": last_eval}, keep=config.keep_checkpoints)
+                "settings": settings, "last_eval": last_eval, "train_seconds": train_seconds,
+                "cpu_seconds": cpu_seconds, "examples": examples}, keep=config.keep_checkpoints)
         ctx.barrier()
+
+    def window_mean(total: Tensor) -> float:
+        """The mean loss of the window's examples over every rank: (sum of loss x examples, examples) summed."""
+        if ctx.distributed:
+            dist.all_reduce(total)  # every rank logs at the same steps, so every rank joins
+        return float(total[0] / total[1])
 
     bar = tqdm(total=config.steps, initial=step, unit="step", dynamic_ncols=True,
                disable=not (ctx.is_main and config.progress))
     net.train()
-    train_seconds, examples, window_loss, window_steps, window_examples = 0.0, 0, torch.zeros((), device=device), 0, 0
+    window = torch.zeros(2, device=device)  # (loss x examples, examples) of this rank since the last log
+    window_examples = 0
     window_start = time.perf_counter()
     while step < config.steps:
         produced = 0
         for batch in islice(batches(epoch, ctx), batch_in_epoch, None):
             produced += 1
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             with autocast():
                 loss, count = loss_fn(net, to_device(batch, device))
             loss.backward()
@@ -222,21 +252,23 @@ def train(model: nn.Module, loss_fn: LossFn, batches: Batches, config: TrainConf
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             step, batch_in_epoch = step + 1, batch_in_epoch + 1
-            window_loss = window_loss + loss.detach().float()  # stays on the device: no sync until the log
-            window_steps, window_examples = window_steps + 1, window_examples + count * ctx.world
+            window[0] += loss.detach().float() * count  # stays on the device: no sync until the log
+            window[1] += count
+            window_examples += count * ctx.world
             examples += count * ctx.world
             train_seconds += time.perf_counter() - started
+            cpu_seconds += time.process_time() - cpu_started
             bar.update(1)
             if step % config.log_every == 0 or step == config.steps:
                 elapsed = time.perf_counter() - window_start
-                record = {"step": step, "split": "train", "epoch": epoch, "loss": float(window_loss) / window_steps,
+                record = {"step": step, "split": "train", "epoch": epoch, "loss": window_mean(window),
                           "lr": scheduler.get_last_lr()[0], "examples_per_s": window_examples / max(elapsed, 1e-9)}
                 if grad_norm is not None:
                     record["grad_norm"] = float(grad_norm)
                 log(record)
                 bar.set_postfix(loss=f"{record['loss']:.4f}", lr=f"{record['lr']:.2e}",
                                 ex_s=f"{record['examples_per_s']:.0f}")
-                window_loss, window_steps, window_examples = torch.zeros((), device=device), 0, 0
+                window, window_examples = torch.zeros(2, device=device), 0
                 window_start = time.perf_counter()
             if config.eval_every and step % config.eval_every == 0 or step == config.steps:
                 run_evaluation()
@@ -254,4 +286,4 @@ def train(model: nn.Module, loss_fn: LossFn, batches: Batches, config: TrainConf
     bar.close()
     ctx.close()
     return TrainResult(raw, step, resumed_from, last_eval, train_seconds,
-                       examples / train_seconds if train_seconds else 0.0, ctx.is_main)
+                       examples / train_seconds if train_seconds else 0.0, ctx.is_main, cpu_seconds)

@@ -216,9 +216,12 @@ def test_two_processes_match_one_on_the_same_global_batch(tmp_path: Path) -> Non
     seen = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
     for rows_0, rows_1 in zip(*seen):  # each step: half of the global batch each, never the same row
         assert len(rows_0) == len(rows_1) == 4 and not set(rows_0) & set(rows_1)
-    alone = tiny_train(tiny_model(dropout=0.0), steps=4).model  # one process, the whole batch of 8
+    alone = tiny_train(tiny_model(dropout=0.0), steps=4, out=tmp_path / "alone").model  # one process, batches of 8
     for name, weight in alone.state_dict().items():
         torch.testing.assert_close(state["model"][name], weight, rtol=0, atol=1e-6)
+    logged = [[r["loss"] for r in map(json.loads, (folder / "metrics.jsonl").open()) if r["split"] == "train"]
+              for folder in (tmp_path, tmp_path / "alone")]
+    assert logged[0] == pytest.approx(logged[1], rel=1e-6, abs=1e-7)  # the global batch's loss, not rank 0's half
     first = tiny_train(tiny_model(dropout=0.0), steps=1).model  # and the weights did move
     assert not same_weights(first, tiny_model(dropout=0.0))
 

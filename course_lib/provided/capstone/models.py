@@ -16,14 +16,18 @@ steps as the Transformer. ``--model transformer`` imports ``course_lib.classifie
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Literal
+import math
+from functools import partial
+from typing import Any, Callable, Literal, Sequence
 
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 Size = Literal["quick", "full"]
+Impl = Literal["learner", "reference"]
 TRANSFORMER_MODULE = "course_lib.classifier"
+REFERENCE_MODULE = "course_ref.classifier"  # the instructor's reference (``--impl reference``); not in a learner tree
 # Sizes by model: "quick" trains in minutes on 2 CPU cores, "full" is meant for a GPU.
 SIZES: dict[str, dict[str, dict[str, Any]]] = {
     "lstm": {"quick": dict(d_embed=64, d_hidden=64, num_layers=1),
@@ -98,9 +102,55 @@ def _lstm(vocab_size: int, pad_id: int, size: Size, max_len: int, dropout: float
     return LSTMClassifier(vocab_size, num_classes, dropout=dropout, pad_id=pad_id, **SIZES["lstm"][size])
 
 
-def _transformer(vocab_size: int, pad_id: int, size: Size, max_len: int, dropout: float,
-                 num_classes: int) -> nn.Module:
-    """``course_lib.classifier.TransformerClassifier`` (chapter 08), imported only now."""
+class BigramInput(nn.Module):
+    """A token embedding with a learned vector for each (previous token, token) pair added: character bigrams.
+
+        out[b, t] = token_embedding(tokens[b, t]) + √d_model · bigram[id(tokens[b, t-1], tokens[b, t])]
+
+    Chinese words are mostly two characters long, and a bag of character 1-3-grams is what the TF-IDF
+    baseline reads; this gives the encoder the bigrams at its input instead of having it compose them.
+    ``keys`` lists the known pairs, each coded ``previous * vocab_size + token``, sorted (build them
+    from training text only: ``vocab.bigram_keys``); an unknown pair gets row 0. The first position's
+    previous token is ``pad_id``. The pairs are read from the model's input, so in masked-LM pretraining
+    a masked character hides its bigrams too.
+    """
+
+    def __init__(self, token_embedding: nn.Module, keys: Tensor, vocab_size: int, d_model: int,
+                 pad_id: int = 0) -> None:
+        super().__init__()
+        self.token = token_embedding
+        self.register_buffer("keys", torch.as_tensor(keys, dtype=torch.long))  # (bigrams,) sorted codes
+        self.bigram = nn.Embedding(len(keys) + 1, d_model)                     # row 0: an unknown pair
+        nn.init.normal_(self.bigram.weight, mean=0.0, std=d_model ** -0.5)
+        self.vocab_size, self.pad_id, self.scale = vocab_size, pad_id, math.sqrt(d_model)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        """tokens (batch, seq) long -> (batch, seq, d_model)."""
+        previous = nn.functional.pad(tokens[:, :-1], (1, 0), value=self.pad_id)  # (batch, seq)
+        codes = previous * self.vocab_size + tokens                              # (batch, seq)
+        where = torch.searchsorted(self.keys, codes).clamp(max=len(self.keys) - 1)  # (batch, seq)
+        ids = torch.where(self.keys[where] == codes, where + 1, 0)               # (batch, seq): 0 = unknown
+        return self.token(tokens) + self.bigram(ids) * self.scale               # (batch, seq, d_model)
+
+
+def add_bigrams(model: nn.Module, keys: Sequence[int] | Tensor, vocab_size: int, pad_id: int = 0) -> nn.Module:
+    """Give ``model`` (with an ``embed`` member and ``d_model``, as chapter 08's classifier) bigram inputs."""
+    if not hasattr(model, "embed"):
+        raise ModelUnavailable("bigram inputs need the classifier's token embedding as the member `embed` "
+                               "(chapter 08's contract)")
+    model.embed = BigramInput(model.embed, torch.as_tensor(keys, dtype=torch.long), vocab_size,
+                              int(model.d_model), pad_id)
+    return model
+
+
+def _classifier_class(impl: Impl) -> type[nn.Module]:
+    """``TransformerClassifier`` of the learner's ``course_lib.classifier``, or of the reference ``course_ref``."""
+    if impl == "reference":
+        try:
+            return importlib.import_module(REFERENCE_MODULE).TransformerClassifier
+        except ModuleNotFoundError:
+            raise ModelUnavailable("--impl reference: the reference implementation (course_ref) ships only with "
+                                   "the instructor's repository; train your own with --impl learner") from None
     try:
         module = importlib.import_module(TRANSFORMER_MODULE)
     except ModuleNotFoundError as err:
@@ -113,6 +163,13 @@ def _transformer(vocab_size: int, pad_id: int, size: Size, max_len: int, dropout
     if cls is None:
         raise ModelUnavailable(f"--model transformer: chapter 08 not implemented yet: {TRANSFORMER_MODULE} "
                                "has no TransformerClassifier.")
+    return cls
+
+
+def _transformer(vocab_size: int, pad_id: int, size: Size, max_len: int, dropout: float,
+                 num_classes: int, impl: Impl = "learner") -> nn.Module:
+    """``TransformerClassifier`` (chapter 08) of ``impl``, imported only now."""
+    cls = _classifier_class(impl)
     try:
         model = cls(vocab_size=vocab_size, num_classes=num_classes, dropout=dropout, pad_id=pad_id,
                     max_len=max_len, **SIZES["transformer"][size])
@@ -122,7 +179,8 @@ def _transformer(vocab_size: int, pad_id: int, size: Size, max_len: int, dropout
             model(probe, torch.ones(1, 2, dtype=torch.bool))
         model.train()
     except NotImplementedError as err:
-        raise ModelUnavailable(f"--model transformer: chapter 08 not implemented yet: {err}") from None
+        hint = "" if impl == "reference" else " (or, in the instructor's repository, --impl reference)"
+        raise ModelUnavailable(f"--model transformer: chapter 08 not implemented yet: {err}{hint}") from None
     return model
 
 
@@ -136,10 +194,15 @@ def register_classifier(name: str, builder: Builder) -> None:
 
 
 def build_classifier(name: str, vocab_size: int, pad_id: int = 0, size: Size = "quick", max_len: int = 256,
-                     dropout: float = 0.1, num_classes: int = 2) -> nn.Module:
-    """The classifier called ``name`` ("lstm", "transformer", or one registered), freshly initialised."""
+                     dropout: float = 0.1, num_classes: int = 2, impl: Impl = "learner") -> nn.Module:
+    """The classifier called ``name`` ("lstm", "transformer", or one registered), freshly initialised.
+
+    ``impl`` chooses whose ``TransformerClassifier`` "transformer" builds: the learner's (``course_lib``)
+    or the reference (``course_ref``, the instructor's repository only).
+    """
     if name not in CLASSIFIERS:
         raise ValueError(f"unknown model {name!r}; choose one of {sorted(CLASSIFIERS)}")
     if size not in ("quick", "full"):
         raise ValueError(f"size must be 'quick' or 'full', not {size!r}")
-    return CLASSIFIERS[name](vocab_size, pad_id, size, max_len, dropout, num_classes)
+    builder = partial(_transformer, impl=impl) if CLASSIFIERS[name] is _transformer else CLASSIFIERS[name]
+    return builder(vocab_size, pad_id, size, max_len, dropout, num_classes)

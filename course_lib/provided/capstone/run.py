@@ -22,15 +22,14 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-import torch
 
 from ..checkpoints import latest_checkpoint
 from ..runtime import pick_device
 from .batching import encode_reviews
 from .data import reviews
-from .models import CLASSIFIERS, ModelUnavailable, build_classifier
+from .models import CLASSIFIERS, ModelUnavailable
 from .report import cached_baselines, comparison_table, plot_runs, record_runs
-from .stages import finetune, pretrain, run_folder, score
+from .stages import PRESETS, finetune, make_classifier, pretrain, run_folder, score
 from .vocab import CharVocab
 
 
@@ -41,7 +40,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
         raise SystemExit(f"no trained model in {folder}: run `course capstone finetune` with the same options first")
     run = found[1]["settings"]["run"]
     vocab = CharVocab.load(folder / "vocab.json")
-    model = build_classifier(run["model"], len(vocab), vocab.pad_id, run["size"], run["max_len"], run["dropout"])
+    model = make_classifier(run, vocab, found[1]["model"].get("embed.keys"))
     model.load_state_dict(found[1]["model"])
     corpus, device = reviews(), pick_device(args.device)
     model.to(device)
@@ -89,7 +88,12 @@ def record_command(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--out", default="runs/capstone", help="folder of every run, the baselines and plots")
-    common.add_argument("--quick", action="store_true", help="CPU mode: small model, minutes on 2 cores")
+    common.add_argument("--quick", action="store_true", help="the quick preset: small model, minutes on 2 cores")
+    common.add_argument("--preset", choices=sorted(PRESETS), help="quick (--quick), cpu (under an hour on 2 cores, "
+                        "the default without a GPU) or full (GPU sizes, the default with one)")
+    common.add_argument("--impl", choices=["learner", "reference"], default="learner",
+                        help="whose TransformerClassifier --model transformer trains: your course_lib (default) or "
+                             "the reference course_ref (the instructor's repository only)")
     common.add_argument("--model", default="lstm", choices=sorted(CLASSIFIERS), help="the classifier")
     common.add_argument("--steps", type=int, help="optimizer steps (default: by mode)")
     common.add_argument("--batch-size", type=int, help="global batch size, all processes together")
@@ -98,7 +102,13 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--seed", type=int, default=0)
     common.add_argument("--device", help="cpu, cuda, cuda:1, ... (default: cuda if present, else cpu)")
     common.add_argument("--compile", action="store_true", help="torch.compile the model")
-    common.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
+    common.add_argument("--threads", type=int, help="CPU threads for torch (default: 1 on a CPU, or the count of "
+                        "the run being resumed; saved with the run)")
+    common.add_argument("--dropout", type=float, help="dropout probability (default: by preset)")
+    common.add_argument("--bigrams", type=int, help="transformer: add character-bigram inputs, the pairs seen at least "
+                        "N times in the training text (0: off; default: by preset)")
+    common.add_argument("--pretrain-text", choices=["news+reviews", "reviews"],
+                        help="pretrain on news + train reviews, or the train reviews only (default: by preset)")
     common.add_argument("--no-progress", action="store_true", help="no progress bar")
     top = argparse.ArgumentParser(prog="course capstone", description=__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -122,8 +132,6 @@ COMMANDS = {"baselines": baselines_command, "pretrain": pretrain, "finetune": fi
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     try:
         return COMMANDS[args.command](args)
     except (ModelUnavailable, NotImplementedError) as err:

@@ -16,21 +16,28 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..checkpoints import latest_checkpoint
-from ..runtime import ProcessContext, process_context, seed_everything, shard_groups
+from ..runtime import ProcessContext, pick_device, process_context, seed_everything, shard_groups
 from ..training import TrainConfig, to_device, train, warmup_cosine
 from .batching import Batch, Example, batch_order, collate, encode_reviews
 from .data import pretraining_text, reviews
 from .mlm import IGNORE_INDEX, MaskedLM, MLMBatch, mlm_batches, pretraining_chunks
-from .models import build_classifier
+from .models import add_bigrams, build_classifier
 from .report import cached_baselines, comparison_table, read_metrics
-from .vocab import CharVocab
+from .vocab import CharVocab, bigram_keys
 
 PRESETS: dict[str, dict[str, Any]] = {  # steps are optimizer steps; 217 batches of 64 make one epoch of train
     "quick": dict(size="quick", max_len=128, batch_size=64, steps=600, pretrain_steps=400, eval_every=200,
-                  warmup=60, lr={"lstm": 2e-3, "transformer": 1e-3}),
+                  warmup=60, lr={"lstm": 2e-3, "transformer": 1e-3}, dropout=0.1, bigrams=0,
+                  pretrain_text="news+reviews"),
+    "cpu": dict(size="quick", max_len=128, batch_size=64, steps=1200, pretrain_steps=6000, eval_every=100,
+                warmup=60, lr={"lstm": 2e-3, "transformer": 3e-4}, dropout=0.1, bigrams=2,
+                pretrain_text="news+reviews"),
     "full": dict(size="full", max_len=256, batch_size=128, steps=4000, pretrain_steps=20000, eval_every=500,
-                 warmup=400, lr={"lstm": 1e-3, "transformer": 5e-4}),
+                 warmup=400, lr={"lstm": 1e-3, "transformer": 5e-4}, dropout=0.1, bigrams=0,
+                 pretrain_text="news+reviews"),
 }
+FOLDER_SUFFIX = {"quick": "-quick", "cpu": "-cpu", "full": ""}
+CPU_THREADS = 1  # the default on a CPU: small models gain little from a second thread, and lose much on shared cores
 
 
 def say(*parts: object) -> None:
@@ -39,14 +46,42 @@ def say(*parts: object) -> None:
         print(*parts, flush=True)
 
 
+def preset_name(args: argparse.Namespace) -> str:
+    """``--quick``: quick; otherwise ``--preset``, by default "full" (GPU sizes) with a GPU and "cpu" without."""
+    if args.quick:
+        return "quick"
+    if getattr(args, "preset", None):
+        return args.preset
+    return "full" if pick_device(args.device).type == "cuda" else "cpu"
+
+
 def settings(args: argparse.Namespace, stage: str) -> dict[str, Any]:
-    """The preset of ``--quick`` or full mode, overridden by the options given."""
-    preset = PRESETS["quick" if args.quick else "full"]
+    """The preset of ``--quick``, ``--preset`` or the device, overridden by the options given."""
+    name = preset_name(args)
+    preset = PRESETS[name]
     steps = args.steps or preset["pretrain_steps" if stage == "pretrain" else "steps"]
-    return {"stage": stage, "model": args.model, "size": preset["size"], "max_len": preset["max_len"],
-            "batch_size": args.batch_size or preset["batch_size"], "steps": steps, "dropout": 0.1,
-            "lr": args.lr or preset["lr"].get(args.model, 1e-3), "warmup": min(preset["warmup"], steps // 10 + 1),
-            "eval_every": args.eval_every or preset["eval_every"], "seed": args.seed}
+    option = lambda key: preset[key] if getattr(args, key, None) is None else getattr(args, key)  # noqa: E731
+    return {"stage": stage, "model": args.model, "preset": name, "size": preset["size"],
+            "max_len": preset["max_len"], "batch_size": args.batch_size or preset["batch_size"], "steps": steps,
+            "dropout": option("dropout"), "lr": args.lr or preset["lr"].get(args.model, 1e-3),
+            "warmup": min(preset["warmup"], steps // 10 + 1), "eval_every": args.eval_every or preset["eval_every"],
+            "seed": args.seed, "impl": getattr(args, "impl", "learner"), "bigrams": option("bigrams"),
+            "pretrain_text": option("pretrain_text")}
+
+
+def cpu_threads(args: argparse.Namespace, folder: Path) -> int | None:
+    """Threads for torch on the CPU: ``--threads``, else those of the run being resumed, else ``CPU_THREADS``.
+
+    None on a GPU (the device does the work). The count is saved with the run's settings: CPU results
+    depend on it, so a resume keeps the saved count and refuses another one given explicitly.
+    """
+    if pick_device(args.device).type != "cpu":
+        return args.threads
+    if args.threads:
+        return args.threads
+    found = latest_checkpoint(folder / "checkpoints")
+    saved = found[1].get("settings", {}).get("train", {}).get("threads") if found else None
+    return saved or CPU_THREADS
 
 
 BEST_FILE = "best.pt"  # the fine-tuned weights of the best valid accuracy, beside checkpoints/
@@ -61,13 +96,20 @@ def best_so_far(folder: Path) -> float:
 
 
 def run_folder(args: argparse.Namespace, stage: str) -> Path:
-    return Path(args.out) / f"{stage}-{args.model}{'-quick' if args.quick else ''}"
+    return Path(args.out) / f"{stage}-{args.model}{FOLDER_SUFFIX[preset_name(args)]}"
+
+
+def make_classifier(run: dict[str, Any], vocab: CharVocab, keys: Sequence[int] | torch.Tensor | None) -> nn.Module:
+    """The run's classifier, freshly initialised; with bigram inputs when ``keys`` are given."""
+    model = build_classifier(run["model"], len(vocab), vocab.pad_id, run["size"], run["max_len"], run["dropout"],
+                             impl=run.get("impl", "learner"))
+    return model if keys is None else add_bigrams(model, keys, len(vocab), vocab.pad_id)
 
 
 def train_config(run: dict[str, Any], args: argparse.Namespace, **extra: Any) -> TrainConfig:
     return TrainConfig(steps=run["steps"], lr=run["lr"], eval_every=run["eval_every"],
                        checkpoint_every=run["eval_every"], seed=run["seed"], compile=args.compile,
-                       progress=not args.no_progress, **extra)
+                       progress=not args.no_progress, threads=run.get("threads"), **extra)
 
 
 def score(model: nn.Module, examples: Sequence[Example], pad_id: int, device: torch.device,
@@ -90,39 +132,60 @@ def score(model: nn.Module, examples: Sequence[Example], pad_id: int, device: to
     return correct / len(examples), loss_sum / len(examples), true_prob
 
 
-def load_pretrained(model: nn.Module, folder: Path) -> None:
-    """Copy the encoder weights of the pretraining run in ``folder`` into ``model`` (same model, same size)."""
+def pretrained_encoder(folder: Path) -> dict[str, torch.Tensor]:
+    """The encoder weights of the pretraining run in ``folder`` (its newest checkpoint), by the classifier's names."""
     found = latest_checkpoint(Path(folder) / "checkpoints")
     if found is None:
         raise SystemExit(f"--pretrained {folder}: no checkpoint there; run `course capstone pretrain` first")
-    encoder = {k.removeprefix("encoder."): v for k, v in found[1]["model"].items() if k.startswith("encoder.")}
+    return {k.removeprefix("encoder."): v for k, v in found[1]["model"].items() if k.startswith("encoder.")}
+
+
+def load_pretrained(model: nn.Module, encoder: dict[str, torch.Tensor], folder: Path) -> None:
+    """Copy the pretrained ``encoder`` weights into ``model`` (same model, same size)."""
     try:
         model.load_state_dict(encoder)
     except RuntimeError as err:
-        raise SystemExit(f"--pretrained {folder}: its encoder does not fit this model (same --model and "
-                         f"--quick as the pretraining run?): {err}") from None
+        raise SystemExit(f"--pretrained {folder}: its encoder does not fit this model (same --model, preset and "
+                         f"--bigrams as the pretraining run?): {err}") from None
+
+
+def classifier_vocab(run: dict[str, Any], texts: Sequence[str]) -> tuple[CharVocab, list[int] | None]:
+    """A vocabulary of ``texts`` (training text only) and, when the run asks for them, its bigram keys."""
+    vocab = CharVocab.build(texts)
+    return vocab, (bigram_keys(texts, vocab, run["bigrams"]) if run["bigrams"] else None)
+
+
+def describe(run: dict[str, Any], device: torch.device) -> str:
+    """Where the run trains: the device, and on a CPU the threads (saved with the settings)."""
+    threads = f", {run['threads']} thread{'s' * (run['threads'] != 1)} (--threads)" if run.get("threads") else ""
+    return f"{device}{threads}"
 
 
 def finetune(args: argparse.Namespace) -> int:
     start, run, folder = time.perf_counter(), settings(args, "finetune"), run_folder(args, "finetune")
+    run["threads"] = cpu_threads(args, folder)
     corpus = reviews()
     if args.pretrained:
         vocab = CharVocab.load(Path(args.pretrained) / "vocab.json")
+        encoder = pretrained_encoder(Path(args.pretrained))
+        keys = encoder.get("embed.keys")
         run["pretrained"] = str(Path(args.pretrained).resolve())
+        run["bigrams"] = "pretrained" if keys is not None else 0
     else:
-        vocab = CharVocab.build(review.text for review in corpus.train)
+        vocab, keys = classifier_vocab(run, [review.text for review in corpus.train])
     train_set, valid_set, test_set = (encode_reviews(split, vocab, run["max_len"])
                                       for split in (corpus.train, corpus.valid, corpus.test))
     seed_everything(run["seed"])
-    model = build_classifier(run["model"], len(vocab), vocab.pad_id, run["size"], run["max_len"], run["dropout"])
+    model = make_classifier(run, vocab, keys)
     if args.pretrained:
-        load_pretrained(model, Path(args.pretrained))
+        load_pretrained(model, encoder, Path(args.pretrained))
     run["vocab_size"], run["parameters"] = len(vocab), sum(p.numel() for p in model.parameters())
     if process_context().is_main:
         folder.mkdir(parents=True, exist_ok=True)
         vocab.save(folder / "vocab.json")
     say(f"finetune {run['model']} ({run['parameters']:,} parameters) on {len(train_set):,} reviews, "
-        f"{run['steps']} steps of {run['batch_size']} -> {folder}")
+        f"{run['steps']} steps of {run['batch_size']}, {run['preset']} preset, on "
+        f"{describe(run, pick_device(args.device))} -> {folder}")
     lengths = [len(ids) for ids, _ in train_set]
 
     def epoch_batches(epoch: int, ctx: ProcessContext) -> Iterator[Batch]:
@@ -156,7 +219,8 @@ def finetune(args: argparse.Namespace) -> int:
     test_accuracy, _, _ = score(result.model, test_set, vocab.pad_id, device)
     summary = {**run, "device": str(device), "valid_accuracy": valid_accuracy, "test_accuracy": test_accuracy,
                "resumed_from": result.resumed_from, "train_seconds": result.train_seconds,
-               "examples_per_second": result.examples_per_second, "wall_seconds": time.perf_counter() - start}
+               "train_cpu_seconds": result.cpu_seconds, "examples_per_second": result.examples_per_second,
+               "wall_seconds": time.perf_counter() - start}
     models = [(f"{folder.name} (this run, last step)", valid_accuracy, test_accuracy)]
     if best_file.is_file():  # chosen on valid alone; its test accuracy is reported, never used to choose
         best = torch.load(best_file, map_location=device, weights_only=True)
@@ -168,26 +232,30 @@ def finetune(args: argparse.Namespace) -> int:
         models.append((f"{folder.name} (best valid, step {step})", best["valid_accuracy"], best_test))
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     print(comparison_table(cached_baselines(Path(args.out)), models))
-    print(f"{result.train_seconds:.0f} s of training ({result.examples_per_second:.0f} examples/s), "
-          f"{summary['wall_seconds']:.0f} s in all; summary in {folder / 'summary.json'}")
+    resumed = f", resumed from step {result.resumed_from}" if result.resumed_from else ""
+    print(f"{result.train_seconds:.0f} s of training for the whole run ({result.examples_per_second:.0f} examples/s, "
+          f"{result.cpu_seconds:.0f} s of CPU), {summary['wall_seconds']:.0f} s for this command{resumed}; "
+          f"summary in {folder / 'summary.json'}")
     return 0
 
 
 def pretrain(args: argparse.Namespace) -> int:
     run, folder = settings(args, "pretrain"), run_folder(args, "pretrain")
-    lines = pretraining_text().lines
-    vocab = CharVocab.build(lines)  # news characters get ids too
+    run["threads"] = cpu_threads(args, folder)
+    text = pretraining_text()
+    lines = list(text.lines if run["pretrain_text"] == "news+reviews" else text.reviews)
+    vocab, keys = classifier_vocab(run, lines)  # news characters (and pairs) get ids too
     chunks = pretraining_chunks(lines, vocab, run["max_len"])
     held_out, train_chunks = chunks[::100], [c for i, c in enumerate(chunks) if i % 100]
     seed_everything(run["seed"])
-    mlm = MaskedLM(build_classifier(run["model"], len(vocab), vocab.pad_id, run["size"], run["max_len"],
-                                    run["dropout"]), len(vocab))
+    mlm = MaskedLM(make_classifier(run, vocab, keys), len(vocab))
     run["vocab_size"], run["parameters"] = len(vocab), sum(p.numel() for p in mlm.parameters())
     if process_context().is_main:
         folder.mkdir(parents=True, exist_ok=True)
         vocab.save(folder / "vocab.json")
     say(f"pretrain {run['model']} ({run['parameters']:,} parameters) on {len(train_chunks):,} chunks of at most "
-        f"{run['max_len']} characters ({len(held_out):,} held out), {run['steps']} steps -> {folder}")
+        f"{run['max_len']} characters of {run['pretrain_text']} ({len(held_out):,} held out), {run['steps']} steps, "
+        f"{run['preset']} preset, on {describe(run, pick_device(args.device))} -> {folder}")
     lengths = [len(c) for c in train_chunks]
     held_batches = list(mlm_batches(held_out, 128, vocab, seed=12345))  # the same masks at every evaluation
 
@@ -214,6 +282,7 @@ def pretrain(args: argparse.Namespace) -> int:
                    device=args.device, run_config=run)
     if result.is_main:
         print(f"masked characters predicted on held-out text: {result.last_eval.get('valid_mlm_accuracy', 0):.1%}")
-        print(f"fine-tune it: course capstone finetune --model {run['model']}{' --quick' if args.quick else ''} "
-              f"--pretrained {folder}")
+        impl = " --impl reference" if run["impl"] == "reference" else ""
+        print(f"pretrained for {result.train_seconds:.0f} s ({result.cpu_seconds:.0f} s of CPU); fine-tune it: "
+              f"course capstone finetune --model {run['model']} --preset {run['preset']}{impl} --pretrained {folder}")
     return 0

@@ -126,3 +126,13 @@ class CharVocab:
         if tuple(data.get("specials", ())) != SPECIALS:
             raise ValueError(f"{path}: specials {data.get('specials')} differ from {list(SPECIALS)}")
         return cls(data["chars"])
+
+
+def bigram_keys(texts: Iterable[str], vocab: CharVocab, min_freq: int = 2) -> list[int]:
+    """The character pairs of ``texts`` seen at least ``min_freq`` times, each coded ``first * len(vocab) + second``
+    (ids of ``vocab``; a text's first character pairs with ``<pad>``), sorted: ``models.BigramInput``'s keys."""
+    size, counts = len(vocab), Counter()
+    for text in texts:
+        ids = [vocab.pad_id] + vocab.encode(text)
+        counts.update(a * size + b for a, b in zip(ids, ids[1:]))
+    return sorted(code for code, n in counts.items() if n >= min_freq)
