@@ -41,7 +41,7 @@ from pathlib import Path
 from course_lib.provided import chapters as chapters_mod
 from course_lib.provided.layout import LAYOUT
 
-from . import plan, procs, sandbox
+from . import confine, plan, procs, sandbox
 from .answers import MAX_NOTEBOOK_BYTES, read_answers, source_answers
 from .batch import LearnerGrade, chapters_of, run_batch
 from .gradebook import Gradebook, GradebookError
@@ -204,6 +204,11 @@ def choose_isolation(args: argparse.Namespace) -> str | None:
     except RuntimeError as exc:
         _err(f"{exc}; nothing graded")
         return None
+    filtered, no_filter = confine.available()
+    if not filtered:  # said on every run: learner processes then run without the seccomp filter
+        _err(f"course grade: {no_filter}. Learner processes run without the seccomp filter (confine.py); "
+             + ("each run gets a sandbox of its own (the cold way), slower." if isolation == "bwrap" else
+                "nothing stops them from tracing or signalling your other processes of their uid."))
     if isolation == "bwrap":
         return isolation
     why = procs.why_not_bwrap(args.isolation)

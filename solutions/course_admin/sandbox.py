@@ -125,7 +125,7 @@ def _script(command: list[str], limits: Limits, isolation: str, cgroup: reaper.C
             cpu: bool = True) -> str:
     """The shell line: join the cgroup, ignore SIGXFSZ, exec [setpriv] prlimit and the command. ``cpu``
     False: no RLIMIT_CPU (the warm sandbox's zygote outlives many runs; each child gets its own)."""
-    guard = [] if isolation == "bwrap" else procs.drop_privileges(uid, bool(uid is not None and procs.unprivileged()[0]))
+    guard = [] if isolation == "bwrap" else procs.drop_privileges(uid)
     nproc = [f"--nproc={limits.max_processes}"] if uid is not None else []
     cpu_limit = [f"--cpu={int(limits.wall_s) + 5}"] if cpu else []
     prlimit = guard + ["prlimit", f"--as={limits.memory_bytes}", f"--fsize={limits.file_bytes}",

@@ -248,3 +248,17 @@ def test_without_a_filter_the_warm_sandbox_refuses_and_the_cold_way_runs(monkeyp
         w.close()
     result, tried, log = run(None, "", probe="tried", isolation="bwrap")
     assert result.returncode == 0 and tried["unshare"] != 1 and tried["mq_open"] == 0, log  # unconfined
+
+
+def test_course_grade_says_when_no_filter_can_be_set(monkeypatch, capsys, tmp_path):
+    from course_admin import confine, grade, procs
+
+    if not procs.bwrap_works()[0]:
+        pytest.skip("bubblewrap does not work here")
+    args, _, _ = grade.parse_args([str(tmp_path), "--out", str(tmp_path / "out")])
+    assert grade.choose_isolation(args) == "bwrap"
+    assert "seccomp" not in capsys.readouterr().err
+    monkeypatch.setattr(confine, "available", lambda: (False, "no seccomp filter can be compiled here (planted)"))
+    assert grade.choose_isolation(args) == "bwrap"
+    err = capsys.readouterr().err
+    assert "(planted)" in err and "without the seccomp filter" in err and "cold way" in err
