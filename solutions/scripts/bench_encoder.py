@@ -1,28 +1,40 @@
 """Benchmark the course's encoder against PyTorch's, in one run: training throughput and peak memory.
 
-    .venv/bin/python solutions/scripts/bench_encoder.py [--quick] [--device cpu|cuda] [--rounds 3]
+    .venv/bin/python solutions/scripts/bench_encoder.py [--quick | --preset cpu|full] [--device cpu|cuda]
+                                                        [--rounds 15] [--steps 5] [--compile] [--runs DIR]
 
 Both sides are the same model: the reference ``Encoder`` (chapter 05, on chapters 02-03's attention)
 and ``torch.nn.TransformerEncoder`` built from ``TransformerEncoderLayer`` with the same sizes, Post-LN,
-ReLU, dropout 0.1, batch-first. One training step is forward on a padded batch (a padding mask, each
-sequence a different length), a masked mean-square loss, backward and AdamW. The two alternate
-``--rounds`` times; the script prints the median examples per second of each and the ratio
-ours / PyTorch's (goal: at least 1.0). Peak memory is torch.profiler's CPU allocation peak of one
-step on the CPU, ``torch.cuda.max_memory_allocated`` on a GPU. ``--compile`` compiles both sides with torch.compile
-(the capstone's ``--compile``): the hand-written attention then gets the kernel fusion PyTorch's fused
-attention has by construction. Sizes are the capstone's: ``--quick``
-is its CPU model (d_model 128, 2 layers), the default its full model (d_model 256, 4 layers).
+ReLU, dropout 0.1, batch-first. The sizes are the capstone's own (``models.SIZES`` and the preset's batch
+size and ``max_len``: ``--quick`` is the CPU model, d_model 128, d_ff 256, 2 layers), and so are the
+batches: the first bucketed batches of the train reviews, each as long as its longest review, with a
+padding mask for the rest (the encoder's input is random: embeddings are not what is measured). One
+training step is forward, a masked mean-square loss, backward and AdamW; on cuda under bfloat16
+autocast, as the capstone trains.
 
-Time to beat the TF-IDF bar is not something a few timed steps can tell: it is read from the capstone's
-own runs. With ``--runs DIR`` (default runs/capstone, or a JSON written by ``course capstone record``,
-e.g. book/data/capstone_cpu_long.json), the script also prints, for each fine-tuning run there, the
-training time until its valid accuracy first passed TF-IDF's (pretraining included), or that it never did.
+**Throughput.** The two sides alternate ``--rounds`` times (ours first in even rounds, PyTorch's first in
+odd ones), each timing ``--steps`` steps. Each round gives a ratio ours / PyTorch's from two measurements
+made seconds apart, so a load that comes and goes on a shared machine moves both; the script prints the
+median ratio and its interquartile range (goal: at least 1.0).
+
+**Peak memory.** Each side runs in a fresh process of its own (this script with ``--peak-of``): on cuda
+``torch.cuda.max_memory_allocated`` over one training step; on the CPU the peak of the tensors alive during
+one step (parameters, gradients, AdamW's state and activations) from the profiler's memory timeline, and
+the process's peak resident memory (``ru_maxrss``, which includes PyTorch itself).
+
+``--compile`` compiles both sides with torch.compile (the capstone's ``--compile``) in an untimed warm-up.
+With ``--runs DIR`` (default runs/capstone, or a JSON written by ``course capstone record``, e.g.
+book/data/capstone_cpu_long.json), the script also prints, for each fine-tuning run there, the training time
+until its valid accuracy first passed TF-IDF's (pretraining included), or that it never did.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -30,21 +42,34 @@ from typing import Callable
 import torch
 from torch import Tensor, nn
 
-from course_lib.provided.bench import peak_bytes
+from course_lib.provided.bench import peak_rss_bytes, peak_tensor_bytes
+from course_lib.provided.capstone.batching import batch_order
+from course_lib.provided.capstone.data import reviews
+from course_lib.provided.capstone.models import SIZES
 from course_lib.provided.capstone.report import record_runs
+from course_lib.provided.capstone.stages import PRESETS
 from course_ref.encoder import Encoder
 
-SIZES = {"quick": dict(d_model=128, num_heads=4, d_ff=512, num_layers=2, batch=64, seq=128),
-         "full": dict(d_model=256, num_heads=8, d_ff=1024, num_layers=4, batch=128, seq=256)}
+Build = Callable[[dict], tuple[nn.Module, Callable[[nn.Module, Tensor, Tensor], Tensor]]]
 
 
-def batch(size: dict, device: torch.device, seed: int = 0) -> tuple[Tensor, Tensor]:
-    """Inputs (batch, seq, d_model) and keep (batch, seq): True on real tokens, lengths from seq/4 to seq."""
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(size["batch"], size["seq"], size["d_model"], generator=g)
-    lengths = torch.randint(size["seq"] // 4, size["seq"] + 1, (size["batch"],), generator=g)
-    keep = torch.arange(size["seq"])[None, :] < lengths[:, None]          # (batch, seq)
-    return x.to(device), keep.to(device)
+def capstone_size(preset: str) -> dict:
+    """The capstone's transformer sizes of ``preset`` with its batch size and max_len."""
+    size = PRESETS[preset]
+    return {**SIZES["transformer"][size["size"]], "batch": size["batch_size"], "max_len": size["max_len"]}
+
+
+def capstone_batches(size: dict, device: torch.device, count: int = 8) -> list[tuple[Tensor, Tensor]]:
+    """``count`` batches shaped like the capstone's: inputs (batch, seq, d_model), keep (batch, seq) True on real tokens."""
+    lengths = [min(len(review.text), size["max_len"]) for review in reviews().train]
+    g = torch.Generator().manual_seed(0)
+    found = []
+    for group in batch_order(lengths, size["batch"], seed=0, epoch=0)[:count]:
+        real = torch.tensor([lengths[i] for i in group])                          # (batch,)
+        keep = torch.arange(int(real.max()))[None, :] < real[:, None]             # (batch, seq)
+        x = torch.randn(len(group), keep.size(1), size["d_model"], generator=g)  # (batch, seq, d_model)
+        found.append((x.to(device), keep.to(device)))
+    return found
 
 
 def ours(size: dict) -> tuple[nn.Module, Callable[[nn.Module, Tensor, Tensor], Tensor]]:
@@ -59,68 +84,116 @@ def pytorch(size: dict) -> tuple[nn.Module, Callable[[nn.Module, Tensor, Tensor]
     return model, lambda m, x, keep: m(x, src_key_padding_mask=~keep)   # PyTorch: True = ignore
 
 
-def step_fn(build, size: dict, device: torch.device, compile: bool = False) -> tuple[Callable[[], None], int]:
-    """One training step of a fresh, seeded model (torch.compile'd when asked), and its parameter count."""
+SIDES: dict[str, Build] = {"ours (course_ref Encoder)": ours, "torch.nn.TransformerEncoder": pytorch}
+
+
+def step_fn(build: Build, size: dict, device: torch.device, compile: bool = False
+            ) -> tuple[Callable[[], int], int]:
+    """One training step of a fresh, seeded model on the next capstone batch (returns its examples), and the
+    parameter count. torch.compile'd when asked; under bfloat16 autocast on cuda."""
     torch.manual_seed(0)
     model, call = build(size)
     model = model.to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    runner = torch.compile(model) if compile else model                  # compiles at its first call (warm-up)
-    x, keep = batch(size, device)
+    runner = torch.compile(model, dynamic=True) if compile else model   # compiles at its first call (warm-up)
+    batches, turn = capstone_batches(size, device), [0]
+    autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device.type == "cuda" else contextlib.nullcontext
 
-    def step() -> None:
-        out = call(runner, x, keep)                                         # (batch, seq, d_model)
-        loss = (out.pow(2).mean(-1) * keep).sum() / keep.sum()
+    def step() -> int:
+        x, keep = batches[turn[0] % len(batches)]
+        turn[0] += 1
+        with autocast():
+            out = call(runner, x, keep)                                     # (batch, seq, d_model)
+            loss = (out.float().pow(2).mean(-1) * keep).sum() / keep.sum()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
         if device.type == "cuda":
             torch.cuda.synchronize()
+        return x.size(0)
     return step, sum(p.numel() for p in model.parameters())
 
 
-def examples_per_second(step: Callable[[], None], n: int, examples: int) -> float:
-    step()  # warm-up
-    start = time.perf_counter()
-    for _ in range(n):
-        step()
-    return n * examples / (time.perf_counter() - start)
+def examples_per_second(step: Callable[[], int], n: int) -> float:
+    start, examples = time.perf_counter(), sum(step() for _ in range(n))
+    return examples / (time.perf_counter() - start)
 
 
-def peak(step: Callable[[], None], device: torch.device) -> int:
+def peak_of(name: str, preset: str, device: torch.device, compile: bool) -> dict[str, int]:
+    """In this (fresh) process: the peak memory of one training step of side ``name``, after a warm-up step."""
+    step, _ = step_fn(SIDES[name], capstone_size(preset), device, compile)
+    step()  # warm-up: AdamW's state exists from now on, as in training
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
         step()
-        return torch.cuda.max_memory_allocated()
-    return peak_bytes(step)
+        return {"tensors": torch.cuda.max_memory_allocated(), "process": 0}
+    step()
+    process = peak_rss_bytes()  # before the profiler, whose own records would count
+    return {"tensors": peak_tensor_bytes(step), "process": process}
+
+
+def peaks_in_fresh_processes(args: argparse.Namespace) -> dict[str, dict[str, int]]:
+    found = {}
+    for name in SIDES:
+        command = [sys.executable, __file__, "--peak-of", name, "--preset", args.preset, "--device", args.device,
+                   "--threads", str(args.threads), *(["--compile"] if args.compile else [])]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        found[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    """(first quartile, median, third quartile); one value gives itself three times."""
+    if len(values) < 2:
+        return values[0], values[0], values[0]
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, median, q3
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="the capstone's CPU sizes")
+    parser.add_argument("--quick", action="store_true", help="the capstone's quick (CPU) sizes: --preset quick")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default="full", help="the capstone preset's sizes")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=5, help="training steps timed per round")
+    parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (the ratio's spread needs ~10+)")
+    parser.add_argument("--steps", type=int, default=5, help="training steps timed per side and round")
     parser.add_argument("--runs", default="runs/capstone", help="capstone runs (a folder, or a recorded JSON)")
     parser.add_argument("--compile", action="store_true", help="torch.compile both models (as `course capstone "
                         "--compile` does); compiling happens in the untimed warm-up step")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads (default 1, as the capstone trains)")
+    parser.add_argument("--peak-of", choices=sorted(SIDES), help=argparse.SUPPRESS)  # the fresh process per side
     args = parser.parse_args()
+    args.preset = "quick" if args.quick else args.preset
     device = torch.device(args.device)
-    size = SIZES["quick" if args.quick else "full"]
-    builds = {"ours (course_ref Encoder)": ours, "torch.nn.TransformerEncoder": pytorch}
-    steps = {name: step_fn(build, size, device, args.compile) for name, build in builds.items()}
-    rates: dict[str, list[float]] = {name: [] for name in builds}
-    for _ in range(args.rounds):
-        for name, (step, _) in steps.items():
-            rates[name].append(examples_per_second(step, args.steps, size["batch"]))
-    print(f"{'quick' if args.quick else 'full'} sizes {size} on {device} ({torch.get_num_threads()} threads), "
-          f"{'torch.compile on both, ' if args.compile else ''}"
-          f"torch {torch.__version__}; median of {args.rounds} rounds of {args.steps} steps")
-    print(f"{'model':<30} {'parameters':>11} {'examples/s':>11} {'peak MiB':>9}")
-    for name, (step, params) in steps.items():
-        print(f"{name:<30} {params:>11,} {statistics.median(rates[name]):>11.1f} {peak(step, device) / 2**20:>9.1f}")
-    ratio = statistics.median(rates[next(iter(builds))]) / statistics.median(rates["torch.nn.TransformerEncoder"])
-    print(f"throughput ratio ours / PyTorch's = {ratio:.2f} (goal >= 1.0: {'met' if ratio >= 1.0 else 'NOT met'})")
+    torch.set_num_threads(args.threads)
+    if args.peak_of:
+        print(json.dumps(peak_of(args.peak_of, args.preset, device, args.compile)))
+        return 0
+    size = capstone_size(args.preset)
+    steps = {name: step_fn(build, size, device, args.compile) for name, build in SIDES.items()}
+    for step, _ in steps.values():
+        for _ in range(8 if args.compile else 1):
+            step()  # warm-up, and compilation for each batch length
+    rates: dict[str, list[float]] = {name: [] for name in SIDES}
+    for round_ in range(args.rounds):
+        for name in (list(SIDES) if round_ % 2 == 0 else list(SIDES)[::-1]):
+            rates[name].append(examples_per_second(steps[name][0], args.steps))
+    peaks = peaks_in_fresh_processes(args)
+    print(f"capstone {args.preset} sizes {size} on {device} ({torch.get_num_threads()} threads"
+          f"{', bf16 autocast' if device.type == 'cuda' else ''}), {'torch.compile on both, ' if args.compile else ''}"
+          f"torch {torch.__version__}; {args.rounds} rounds of {args.steps} steps, real review lengths")
+    memory = "peak MiB (cuda)" if device.type == "cuda" else "tensors MiB  process MiB"
+    print(f"{'model':<30} {'parameters':>11} {'examples/s':>11} {memory}")
+    for name, (_, params) in steps.items():
+        peak = peaks[name]
+        mib = f"{peak['tensors'] / 2**20:>9.1f}" + (f"  {peak['process'] / 2**20:>11.1f}" if peak["process"] else "")
+        print(f"{name:<30} {params:>11,} {statistics.median(rates[name]):>11.1f} {mib}")
+    ratios = [a / b for a, b in zip(*rates.values())]
+    q1, median, q3 = quartiles(ratios)
+    print(f"throughput ratio ours / PyTorch's = {median:.2f} (interquartile range {q1:.2f}-{q3:.2f} over "
+          f"{len(ratios)} rounds; goal >= 1.0: {'met' if median >= 1.0 else 'NOT met'})")
+    ours_peak, their_peak = (peaks[name]["tensors"] for name in SIDES)
+    print(f"peak tensor memory ratio ours / PyTorch's = {ours_peak / their_peak:.2f}")
     time_to_bar(Path(args.runs))
     return 0
 

@@ -20,15 +20,20 @@ def test_bench_encoder_compares_two_models_of_the_same_size(tmp_path) -> None:
                            {"name": "finetune-b", "seconds_to_beat_tfidf_valid": None, "beats_tfidf_valid_at_step": None,
                             "steps": 200, "curve": [[100, 0.7], [200, 0.79]], "test_accuracy": 0.78}]}
     (tmp_path / "record.json").write_text(json.dumps(record))
-    proc = subprocess.run([sys.executable, "solutions/scripts/bench_encoder.py", "--quick", "--rounds", "1",
+    proc = subprocess.run([sys.executable, "solutions/scripts/bench_encoder.py", "--quick", "--rounds", "2",
                            "--steps", "1", "--device", "cpu", "--runs", str(tmp_path / "record.json")],
                           cwd=LAYOUT.root, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"finetune-a\s+250 s \(step 200\); test 85.0% at the last step", proc.stdout), proc.stdout
     assert re.search(r"finetune-b\s+not beaten in 200 steps \(best valid 79.0%\)", proc.stdout), proc.stdout
-    counts = re.findall(r"^(?:ours|torch)\S*.*?\s([\d,]+)\s+[\d.]+\s+[\d.]+$", proc.stdout, re.M)
-    assert len(counts) == 2 and counts[0] == counts[1], proc.stdout  # the same model on both sides
-    assert re.search(r"throughput ratio ours / PyTorch's = \d+\.\d\d", proc.stdout), proc.stdout
+    rows = re.findall(r"^(?:ours|torch)\S*.*?\s([\d,]+)\s+[\d.]+\s+([\d.]+)\s+([\d.]+)$", proc.stdout, re.M)
+    assert len(rows) == 2 and rows[0][0] == rows[1][0], proc.stdout  # the same model on both sides
+    for _, tensors, process in rows:  # real peaks: tensors of a step (params, AdamW, activations) inside the process
+        assert 1 < float(tensors) < float(process), proc.stdout
+    assert "capstone quick sizes {'d_model': 128, 'num_heads': 4, 'd_ff': 256" in proc.stdout  # the capstone's own
+    assert re.search(r"throughput ratio ours / PyTorch's = \d+\.\d\d \(interquartile range \d+\.\d\d-\d+\.\d\d "
+                     r"over 2 rounds", proc.stdout), proc.stdout
+    assert re.search(r"peak tensor memory ratio ours / PyTorch's = \d+\.\d\d", proc.stdout), proc.stdout
 
 
 def test_bench_grade_projects_a_class_from_its_fixed_part_and_its_part_per_learner() -> None:
@@ -56,3 +61,20 @@ def test_bench_encoder_compiles_both_sides_when_asked() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "torch.compile on both" in proc.stdout and "throughput ratio ours / PyTorch's" in proc.stdout
     assert "no finished capstone runs under /nonexistent" in proc.stdout
+
+
+def test_peak_tensor_bytes_adds_up_what_is_alive_at_once() -> None:
+    import torch
+
+    from course_lib.provided.bench import peak_bytes, peak_tensor_bytes
+    mib = 2**20
+
+    def two_at_once() -> float:
+        a = torch.ones(mib // 4)             # 1 MiB
+        b = a + 1                            # 1 MiB more while a lives
+        del a
+        c = b * 2                            # 1 MiB more while b lives (a is gone): never 3 at once
+        return float(c.sum())
+
+    assert abs(peak_tensor_bytes(two_at_once) - 2 * mib) < 0.1 * mib  # the real peak: two tensors alive
+    assert peak_bytes(two_at_once) < 1.1 * mib  # what the encoder bench printed before: one operator's, not a peak
