@@ -18,24 +18,20 @@ Two more ways a spec names what went wrong, without false passes:
   the comparison is made (the grader's own process), never beside learner code; when no known mistake
   gives the same outputs, a failed relation names those that break the same properties. The case's other
   outputs are compared with the reference's as usual, so that a constant cannot satisfy the relation alone.
-* A *ready-made* case (``ready_made_case``, declared from the spec's ``READY_MADE = {module file:
-  [PyTorch names]}``) is decided by reading the learner's source, never by running it: a static scan
-  (``ast``) of the chapter's own modules for uses of PyTorch's ready-made counterpart of the chapter's
-  component (``torch.nn.functional.scaled_dot_product_attention`` in chapter 02). `course check` scans
-  the files it imports; the grader scans the submitted bytes in its own process, outside the sandbox.
-  It earns its points when nothing is found and at least one other public case passes (a stub is not
-  "built from scratch" yet). The scan follows imports, aliases (``import torch.nn.functional as F``,
-  ``nn = torch.nn``) and ``getattr(module, "name")``; it does not try to defeat deliberate hiding.
+* A *ready-made* case (``ready_made_case``, the spec's ``READY_MADE``) is decided by reading the learner's
+  source, never by running it: see ``ready_made.py``.
+
+A message claims only what its own evidence shows: a case's ``hint`` follows a failure of the kinds named in
+``hint_on`` (a relation's property, or how the outputs differ: "values", "nonfinite", "shape", "dtype", "type",
+"missing"), and a value that differs by float32 rounding only is called that, not "wrong".
 """
 from __future__ import annotations
 
-import ast
 import math
 import re
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Callable
 
@@ -58,7 +54,8 @@ class Case:
 
     make_inputs(seed) is deterministic; ``ignore(inputs)`` may give, per output key, a bool tensor of
     positions not graded (still required finite). ``hint`` follows a wrong value no known mistake explains,
-    ``hint_if_raises`` an exception no ``RAISES`` pattern names. ``ready_made``: only on a ready-made case.
+    ``hint_if_raises`` an exception no ``RAISES`` pattern names; ``hint_on``, when given, limits ``hint`` to failures
+    of those kinds (relation properties, or "values", "nonfinite", "shape", "dtype", "type", "missing"). ``ready_made``: only on a ready-made case.
     ``relation(outputs, inputs)``: {property: message} for each property between the outputs that fails
     ({} when all hold); the outputs named in ``free`` are judged by it alone (not compared with the reference).
     """
@@ -77,6 +74,7 @@ class Case:
     ready_made: tuple[tuple[str, tuple[str, ...]], ...] = ()
     relation: Relation | None = None
     free: tuple[str, ...] = ()
+    hint_on: tuple[str, ...] = ()
 
     @property
     def reads_source(self) -> bool:
@@ -111,16 +109,26 @@ def _fmt_shape(shape: Any) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ")"
 
 
-def compare_one(name: str, actual: Any, expected: Tensor, rtol: float, atol: float,
-                ignore: Tensor | None = None) -> str | None:
-    """Return None when ``actual`` matches ``expected``, else a message saying what differs."""
+def _fmt_pair(got: float, want: float) -> str:
+    """"got -0.2551, expected -0.2552", with as many digits as it takes to tell them apart."""
+    for digits in (4, 8, 12, 17):
+        a, e = f"{got:.{digits}g}", f"{want:.{digits}g}"
+        if a != e:
+            break
+    return f"got {a}, expected {e}"
+
+
+def _difference(name: str, actual: Any, expected: Tensor, rtol: float, atol: float,
+                ignore: Tensor | None = None) -> tuple[str, str] | None:
+    """None when ``actual`` matches ``expected``, else (kind, message): kind is "type", "dtype", "shape",
+    "nonfinite" or "values"."""
     if type(actual) is not Tensor:
-        return f"{name}: expected a torch.Tensor, got {type(actual).__name__}"
+        return "type", f"{name}: expected a torch.Tensor, got {type(actual).__name__}"
     if actual.dtype != expected.dtype:
-        return (f"{name}: dtype {actual.dtype}, expected {expected.dtype} "
-                "(keep the dtype of the inputs; do not create tensors with a default dtype)")
+        return "dtype", (f"{name}: dtype {actual.dtype}, expected {expected.dtype} "
+                         "(keep the dtype of the inputs; do not create tensors with a default dtype)")
     if tuple(actual.shape) != tuple(expected.shape):
-        return f"{name}: shape {_fmt_shape(actual.shape)}, expected {_fmt_shape(expected.shape)}"
+        return "shape", f"{name}: shape {_fmt_shape(actual.shape)}, expected {_fmt_shape(expected.shape)}"
     a = actual.detach().to("cpu")
     e = expected.detach()
     bad = ~torch.isfinite(a) & torch.isfinite(e) if e.is_floating_point() else None
@@ -128,8 +136,8 @@ def compare_one(name: str, actual: Any, expected: Tensor, rtol: float, atol: flo
         n_nan = int(torch.isnan(a).sum())
         first = _index(int(bad.flatten().nonzero()[0]), tuple(a.shape))
         kind = "NaN" if n_nan else "inf"
-        return (f"{name}: {int(bad.sum())} {kind} value(s) where the reference is finite, "
-                f"first at index {first}")
+        return "nonfinite", (f"{name}: {int(bad.sum())} {kind} value(s) where the reference is finite, "
+                             f"first at index {first}")
     graded = torch.ones_like(e, dtype=torch.bool) if ignore is None else ~ignore.expand_as(e)
     if e.is_floating_point():
         close = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True) | ~graded
@@ -140,24 +148,49 @@ def compare_one(name: str, actual: Any, expected: Tensor, rtol: float, atol: flo
     diff = (a.double() - e.double()).abs().masked_fill(close, 0.0)
     worst = int(diff.flatten().argmax())
     where = _index(worst, tuple(a.shape))
-    return (f"{name}: values differ at {int((~close).sum())} of {int(graded.sum())} positions; "
-            f"largest difference {float(diff.flatten()[worst]):.3g} at index {where} "
-            f"(got {float(a.flatten()[worst]):.4g}, expected {float(e.flatten()[worst]):.4g})")
+    largest = float(diff.flatten()[worst])
+    relative = (diff / e.double().abs().clamp(min=1e-30)).masked_fill(close, 0.0)
+    if e.is_floating_point() and float(relative.max()) < ROUNDING:
+        level = 10.0 ** math.floor(math.log10(largest))
+        return "values", (f"{name}: values differ at {int((~close).sum())} of {int(graded.sum())} positions, all at "
+                          f"the {level:.0e} level (largest at index {where}: "
+                          f"{_fmt_pair(float(a.flatten()[worst]), float(e.flatten()[worst]))}): computed in float32, "
+                          "or a different order of operations?")
+    return "values", (f"{name}: values differ at {int((~close).sum())} of {int(graded.sum())} positions; "
+                      f"largest difference {largest:.3g} at index {where} "
+                      f"({_fmt_pair(float(a.flatten()[worst]), float(e.flatten()[worst]))})")
+
+
+ROUNDING = 1e-5  # a relative difference below this, everywhere, is rounding (float32 keeps about 7 digits)
+
+
+def compare_one(name: str, actual: Any, expected: Tensor, rtol: float, atol: float,
+                ignore: Tensor | None = None) -> str | None:
+    """Return None when ``actual`` matches ``expected``, else a message saying what differs."""
+    found = _difference(name, actual, expected, rtol, atol, ignore)
+    return None if found is None else found[1]
+
+
+def _compare(actual: Any, expected: Outputs, rtol: float, atol: float,
+             ignore: dict[str, Tensor] | None = None) -> tuple[str, str] | None:
+    """(kind, message) of the first output that differs; None when they all match."""
+    if not isinstance(actual, dict):
+        return "type", f"the probe returned {type(actual).__name__}, expected a dict of tensors"
+    missing = sorted(set(expected) - set(actual))
+    if missing:
+        return "missing", f"missing result(s): {', '.join(missing)}"
+    for key in expected:
+        found = _difference(key, actual[key], expected[key], rtol, atol, (ignore or {}).get(key))
+        if found:
+            return found
+    return None
 
 
 def compare(actual: Any, expected: Outputs, rtol: float, atol: float,
             ignore: dict[str, Tensor] | None = None) -> str | None:
     """Compare a probe's outputs with the expected ones; None when they match."""
-    if not isinstance(actual, dict):
-        return f"the probe returned {type(actual).__name__}, expected a dict of tensors"
-    missing = sorted(set(expected) - set(actual))
-    if missing:
-        return f"missing result(s): {', '.join(missing)}"
-    for key in expected:
-        message = compare_one(key, actual[key], expected[key], rtol, atol, (ignore or {}).get(key))
-        if message:
-            return message
-    return None
+    found = _compare(actual, expected, rtol, atol, ignore)
+    return None if found is None else found[1]
 
 
 def matching_mistakes(actual: Outputs, mistakes: dict[str, Outputs], expected: Outputs,
@@ -183,8 +216,15 @@ def broken_properties(case: Case, outputs: Any, inputs: dict[str, Tensor]) -> di
         return {"unchecked": f"the outputs could not be checked against each other ({type(exc).__name__})"}
 
 
+def _raised_by_a_stub(exc: NotImplementedError) -> bool:
+    """True when the innermost frame is a ``raise NotImplementedError`` statement (a stub's, or one the learner
+    wrote); False when PyTorch raised it (a C++ kernel has no frame of its own: the innermost line is a call)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    return not frames or (frames[-1].line or "").lstrip().startswith("raise NotImplementedError")
+
+
 def _describe_exception(exc: BaseException) -> str:
-    if isinstance(exc, NotImplementedError):
+    if isinstance(exc, NotImplementedError) and _raised_by_a_stub(exc):
         return f"not implemented yet: {exc}" if str(exc) else "not implemented yet"
     if isinstance(exc, CheckFailure):
         return str(exc)
@@ -226,10 +266,10 @@ def judge(chapter: str, case: Case, actual: Outputs | BaseException, inputs: dic
         return fail(f"{message}. {case.hint_if_raises}" if case.hint_if_raises else message)
     ignore = case.ignore(inputs) if case.ignore else None
     graded = {k: v for k, v in expected.items() if k not in case.free}
-    message = compare(actual, graded, case.rtol, case.atol, ignore)
+    kind, message = _compare(actual, graded, case.rtol, case.atol, ignore) or ("", None)
     untyped = [k for k in case.free if isinstance(actual, dict) and type(actual.get(k)) is not Tensor]
     if message is None and untyped:
-        message = f"{untyped[0]}: expected a torch.Tensor, got {type(actual.get(untyped[0])).__name__}"
+        kind, message = "type", f"{untyped[0]}: expected a torch.Tensor, got {type(actual.get(untyped[0])).__name__}"
     broken = broken_properties(case, actual, inputs)
     if message is not None and "unchecked" in broken:
         broken = {}  # the comparison already says what is wrong with the outputs
@@ -241,7 +281,8 @@ def judge(chapter: str, case: Case, actual: Outputs | BaseException, inputs: dic
         names = [n for n, wrong in mistakes.items() if set(broken_properties(case, wrong, inputs)) == set(broken)]
     if names:
         return known(names, message)
-    return fail(f"{message}. {case.hint}".strip() if case.hint else message)
+    hinted = case.hint and (not case.hint_on or set(case.hint_on) & {kind, *broken})
+    return fail(f"{message}. {case.hint}".strip() if hinted else message)
 
 
 def run_probe(probes: dict[str, Probe], case: Case, impl: Any, inputs: dict[str, Tensor]) -> Outputs | BaseException:
@@ -263,119 +304,4 @@ def total(results: list[Result]) -> tuple[float, float]:
     return (math.fsum(r.earned for r in results), math.fsum(r.points for r in results))
 
 
-# ---------------------------------------------------------------- ready-made cases: a scan of the source
-def _no_inputs(seed: int) -> dict[str, Tensor]:
-    return {}
-
-
-def ready_made_case(modules: Mapping[str, Sequence[str]], points: float, name: str = "built from scratch",
-                    about: str = "") -> Case:
-    """The case of a spec's ``READY_MADE`` = {module file: patterns of PyTorch names (fnmatch, e.g.
-    "Transformer*")}: full points when those modules use none of them (and another public case passes)."""
-    pairs = tuple((module, tuple(patterns)) for module, patterns in modules.items())
-    listed = ", ".join(sorted({p for _, patterns in pairs for p in patterns}))
-    return Case(name, points, SOURCE_PROBE, _no_inputs, about=about or f"no PyTorch ready-made {listed}",
-                ready_made=pairs)
-
-
-def _is_torch(module: str | None) -> bool:
-    return module is not None and (module == "torch" or module.startswith("torch."))
-
-
-def _dotted(node: ast.AST, aliases: Mapping[str, str]) -> str | None:
-    """``F.scaled_dot_product_attention`` -> "torch.nn.functional.scaled_dot_product_attention", when
-    the chain starts at a name bound to a torch module (``aliases``); None otherwise."""
-    attrs = []
-    while isinstance(node, ast.Attribute):
-        attrs.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name) and node.id in aliases:
-        return ".".join([aliases[node.id], *reversed(attrs)])
-    return None
-
-
-def _torch_aliases(tree: ast.AST) -> dict[str, str]:
-    """Every name the module binds to something in torch: imports, then plain assignments (``nn = torch.nn``)."""
-    aliases: dict[str, str] = {}
-    for _ in range(3):  # an assignment may use an alias bound by another one
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if _is_torch(a.name):
-                        aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
-            elif isinstance(node, ast.ImportFrom) and not node.level and _is_torch(node.module):
-                aliases.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names if a.name != "*"})
-            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                target = _dotted(node.value, aliases)
-                if target:
-                    aliases[node.targets[0].id] = target
-    return aliases
-
-
-def _names_used(node: ast.AST, aliases: Mapping[str, str]) -> Iterator[str]:
-    """The torch names one node refers to: what it imports, its dotted name, or getattr(torch thing, "name")."""
-    if isinstance(node, ast.Import):
-        yield from (a.name for a in node.names if _is_torch(a.name))
-    elif isinstance(node, ast.ImportFrom) and not node.level and _is_torch(node.module):
-        yield from (f"{node.module}.{a.name}" for a in node.names)
-    elif isinstance(node, (ast.Name, ast.Attribute)):
-        dotted = _dotted(node, aliases)
-        if dotted:
-            yield dotted
-    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-          and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
-        base = _dotted(node.args[0], aliases)
-        if base:
-            yield f"{base}.{node.args[1].value}"
-
-
-def _first_match(dotted: str, patterns: Sequence[str]) -> str | None:
-    """The dotted name up to its first part (after ``torch``) that matches a pattern, else None."""
-    parts = dotted.split(".")
-    for i in range(1, len(parts)):
-        if any(fnmatchcase(parts[i], p) for p in patterns):
-            return ".".join(parts[: i + 1])
-    return None
-
-
-def ready_made_uses(source: str | bytes, patterns: Sequence[str]) -> list[str]:
-    """The PyTorch names matching ``patterns`` that ``source`` uses, e.g. ["torch.nn.functional.x (line 12)"].
-
-    Raises SyntaxError (or RecursionError, ValueError) when ``source`` is not readable Python.
-    """
-    tree = ast.parse(source)
-    aliases = _torch_aliases(tree)
-    found: dict[str, int] = {}
-    for node in ast.walk(tree):
-        for dotted in _names_used(node, aliases):
-            hit = _first_match(dotted, patterns)
-            if hit:
-                line = getattr(node, "lineno", 0)
-                found[hit] = min(found.get(hit, line), line)
-    return [f"{name} (line {line})" for name, line in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
-
-
-def judge_source(chapter: str, case: Case, sources: Mapping[str, str | bytes | None], others: Sequence[Any]) -> Result:
-    """Score a ready-made case from the sources of its modules ({file: text, None when absent}) and the
-    results of the chapter's other public cases (anything with ``.status`` and ``.message``)."""
-    def fail(message: str) -> Result:
-        return Result(chapter, case.name, case.points, 0.0, "fail", message)
-
-    uses = []
-    for module, patterns in case.ready_made:
-        text = sources.get(module)
-        if text is None:
-            return fail(f"course_lib/{module} is missing, so it cannot be read")
-        try:
-            uses += [f"{use} in {module}" for use in ready_made_uses(text, patterns)]
-        except Exception as exc:  # noqa: BLE001 - SyntaxError, RecursionError, a NUL byte: not readable Python
-            return fail(f"cannot read course_lib/{module} as Python ({type(exc).__name__}): fix it first")
-    if uses:
-        return fail(f"uses PyTorch's ready-made {'; '.join(uses)}. This chapter's component must be built from "
-                    "scratch with tensor operations (@, +, torch.tanh, torch.softmax, …) and the earlier chapters' "
-                    "modules, so this check earns no points; the other checks still grade what your code returns.")
-    if not any(r.status == "pass" for r in others):
-        if others and all(r.message.startswith("not implemented yet") for r in others):
-            return fail("not implemented yet")
-        return fail("no other check of this chapter passes yet: this one counts once your code works")
-    return Result(chapter, case.name, case.points, case.points, "pass")
+from .ready_made import judge_source, ready_made_case, ready_made_uses  # noqa: E402,F401 - the specs' names

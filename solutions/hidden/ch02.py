@@ -45,4 +45,7 @@ CASES = [
          lambda s: with_mask(s, "queries", batch=2, heads=3, seq_q=1, seq_k=7, d_k=16, d_v=4), seed=9315),
     Case("h-three-leading-axes", 1.0, "forward",
          lambda s: plain(s, lead=(2, 2, 3), seq_q=3, seq_k=5, d_k=8, d_v=4), seed=9316),
+    # dropout on the attention weights (last, so that the planted score vectors keep their positions)
+    Case("h-dropout-rate-0.6", 1.0, "dropout", lambda s: _spec.with_dropout(s, p=0.6, lead=(2, 3), seq=12, d_k=16),
+         seed=9317, about="dropout on the attention weights at another rate", **_spec.DROPOUT),
 ]

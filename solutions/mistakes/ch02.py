@@ -15,7 +15,9 @@ def variant(scale: Callable[[Tensor, Tensor], float] = lambda q, v: math.sqrt(q.
             fill: float | None = BIG, invert: bool = False, use_mask: bool = True, axis: int = -1,
             return_scores: bool = False, mask_after: bool = False, inplace: bool = False,
             mix_keys: bool = False, mask_batch_seq_k: bool = False, swap: bool = False,
-            dot_T: bool = False) -> Callable:
+            dot_T: bool = False, drop: str = "weights") -> Callable:
+    """The reference with the mistakes asked for; ``drop`` is where dropout goes: "weights" (right), "nowhere"
+    (dropout_p ignored), "scores" (before the softmax) or "unscaled" (kept weights not divided by 1 - p)."""
     def attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
                   dropout_p: float = 0.0) -> tuple[Tensor, Tensor]:
         with warnings.catch_warnings():  # .T on a >2-D tensor warns (deprecated); a learner sees it, refs need not
@@ -31,7 +33,13 @@ def variant(scale: Callable[[Tensor, Tensor], float] = lambda q, v: math.sqrt(q.
         if mask is not None and use_mask and not mask_after:
             hide = mask if invert else ~mask
             scores = scores.masked_fill(hide, torch.finfo(scores.dtype).min if fill is BIG else fill)
+        if dropout_p > 0.0 and drop == "scores":
+            scores = torch.nn.functional.dropout(scores, p=dropout_p)
         weights = torch.softmax(scores, dim=axis)
+        if dropout_p > 0.0 and drop == "weights":
+            weights = torch.nn.functional.dropout(weights, p=dropout_p)
+        elif dropout_p > 0.0 and drop == "unscaled":
+            weights = torch.nn.functional.dropout(weights, p=dropout_p) * (1 - dropout_p)
         if mask is not None and mask_after:
             weights = weights.masked_fill(~mask, 0.0)
         mixed = key if mix_keys else value
@@ -58,4 +66,7 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "mask_assumed_batch_seq_k": {_fn: variant(mask_batch_seq_k=True)},
     "swapped_return": {_fn: variant(swap=True)},
     "dot_T": {_fn: variant(dot_T=True)},
+    "dropout_missing": {_fn: variant(drop="nowhere")},
+    "dropout_before_softmax": {_fn: variant(drop="scores")},
+    "dropout_not_rescaled": {_fn: variant(drop="unscaled")},
 }

@@ -2,8 +2,8 @@
 
 Everything is generated into a temporary folder at test time from the reference source, so that no
 conftest.py, sitecustomize.py or torch.py ever sits in the repository's tests/.
-Scores are vectors over the chapter's cases: the 16 public ones (the last, "built from scratch", read from the
-source in the grader's process), then the 16 hidden ones.
+Scores are vectors over the chapter's cases: the 17 public ones (the last, "built from scratch", read from the
+source in the grader's process), then the 17 hidden ones (the last, dropout at another rate).
 """
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from course_lib.provided.layout import LAYOUT
 REPO = LAYOUT.root
 REFERENCE = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 
-PUBLIC_POINTS = [1, 1, 0.5, 1.5, 1.5, 1.5, 1, 1, 1, 0.5, 0.5, 0.5, 1, 1, 0.5, 1]
-HIDDEN_POINTS = [1] * 16
+PUBLIC_POINTS = [1, 1, 0.5, 1.5, 1.5, 1.5, 1, 1, 1, 0.5, 0.5, 0.5, 1, 1, 0.5, 1, 1]
+HIDDEN_POINTS = [1] * 17
 # Positions (0-based, public then hidden) that the vectors below name.
-GRADIENTS, UNTOUCHED, FLOAT64, EMPTY_ROWS, FLOAT16, SCRATCH = 7, 8, 6, 5, 12, 15
-H_EMPTY_ROWS, H_FLOAT64, H_GRADIENTS, H_FLOAT16_EMPTY_ROWS = 20, 21, 22, 26
+GRADIENTS, UNTOUCHED, FLOAT64, EMPTY_ROWS, FLOAT16, DROPOUT, SCRATCH = 7, 8, 6, 5, 12, 15, 16
+H_EMPTY_ROWS, H_FLOAT64, H_GRADIENTS, H_FLOAT16_EMPTY_ROWS, H_DROPOUT = 21, 22, 23, 27, 33
 FULL = PUBLIC_POINTS + HIDDEN_POINTS
 ZERO = [0.0] * len(FULL)
 
@@ -97,7 +97,8 @@ def _mistakes_and_faults(p: _Planted) -> None:
         _mask([GRADIENTS, UNTOUCHED, SCRATCH, H_GRADIENTS]))
     add("nan", _sub("torch.finfo(scores.dtype).min", 'float("-inf")'), _but([EMPTY_ROWS, H_EMPTY_ROWS, H_FLOAT16_EMPTY_ROWS]),
         mistakes=["filled with -inf"])
-    add("fused", _sub(MIX, FUSED), _but([SCRATCH]))  # right values from PyTorch's fused attention
+    # right values from PyTorch's fused attention, which knows nothing of the dropped weights
+    add("fused", _sub(MIX, FUSED), _but([SCRATCH, DROPOUT, H_DROPOUT]))
     add("big_negative", _sub("torch.finfo(scores.dtype).min", "-1e9"), _but([FLOAT16, H_FLOAT16_EMPTY_ROWS]),
         mistakes=["does not fit in float16"])  # raises on float16: named from the child's description (RAISES)
     add("syntax_error", REFERENCE + "\ndef broken(:\n    pass\n", ZERO)
@@ -164,7 +165,7 @@ def _attacks(p: _Planted, port: int, gradebook: Path, victim: Path) -> None:
         "torch.py": "raise ImportError('fake torch')\n",
     })
     add("inplace", _sub(SCALE, "query /= math.sqrt(d_k)\n    " + UNSCALED),
-        _but([GRADIENTS, UNTOUCHED, H_GRADIENTS]), mistakes=["modified in place"])
+        _but([GRADIENTS, UNTOUCHED, H_GRADIENTS, DROPOUT, H_DROPOUT]), mistakes=["modified in place"])
     add("reseed", _in_body("import random\ntorch.manual_seed(0)\nrandom.seed(0)\ntorch.randn(3)"), FULL)
     add("tamper", _prefix(
         "import os, shutil\n"

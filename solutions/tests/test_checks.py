@@ -77,10 +77,10 @@ def test_course_check_cli_exit_code_and_json() -> None:
     ok = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "check", "ch02", "--impl", "reference", "--json"],
                         capture_output=True, text=True, cwd=REPO_ROOT)
     assert ok.returncode == 0, ok.stderr
-    assert '"earned": 15.0' in ok.stdout
+    assert '"earned": 16.0' in ok.stdout
     stub = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "check", "ch02"],
                           capture_output=True, text=True, cwd=REPO_ROOT)
-    assert stub.returncode == 1 and "not implemented yet" in stub.stdout and re.search(r"\b0 ?/ ?15\b", stub.stdout)
+    assert stub.returncode == 1 and "not implemented yet" in stub.stdout and re.search(r"\b0 ?/ ?16\b", stub.stdout)
 
 
 def test_course_check_rejects_an_unknown_chapter() -> None:

@@ -27,6 +27,8 @@ def bmm_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)                                   # (..., seq_q, seq_k)
+    if dropout_p > 0.0:                                                       # right there: after the softmax
+        weights = torch.nn.functional.dropout(weights, p=dropout_p)
     output = torch.bmm(weights.flatten(0, -3), v).view(*query.shape[:-1], value.size(-1))  # (..., seq_q, d_v)
     return output, weights
 

@@ -5,6 +5,8 @@ Expected outputs come from the reference implementation (tests/reference/ch02.pt
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -135,9 +137,63 @@ def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
     return grads
 
 
-PROBES = {"forward": forward, "untouched": untouched, "gradients": gradients}
+# ---------------------------------------------------------------- dropout on the attention weights
+def with_dropout(seed: int, p: float = 0.25, lead: tuple[int, ...] = (4, 4), seq: int = 16, d_k: int = 8,
+                 d_v: int = 4) -> dict[str, Tensor]:
+    """Inputs without a mask (every weight > 0) and the dropout probability ``dropout_p``."""
+    return {**qkv(seed, lead, seq, seq, d_k, d_v), "dropout_p": torch.tensor(p, dtype=torch.float64)}
 
-# ---------------------------------------------------------------- the public cases (15 points)
+
+def dropout(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """The call with dropout_p = 0 (compared with the reference), then with dropout_p > 0 on a seeded generator
+    (judged by ``dropout_on_weights``: which weights are dropped depends on how your code draws them)."""
+    fn, args = impl.attention.scaled_dot_product_attention, (inputs["query"], inputs["key"], inputs["value"])
+    result = fn(*args, dropout_p=0.0)
+    torch.manual_seed(2)
+    dropped = fn(*args, dropout_p=float(inputs["dropout_p"]))
+    for got in (result, dropped):
+        if not isinstance(got, tuple) or len(got) != 2:
+            raise CheckFailure("scaled_dot_product_attention should return a tuple (output, weights)")
+    return {"output": result[0], "weights": result[1], "training_output": dropped[0], "training_weights": dropped[1]}
+
+
+# Each weight is dropped with probability p, independently: over the N weights of the case the share dropped has
+# the binomial standard error sqrt(p (1 - p) / N) (0.0068 for p = 0.25 and the 4096 weights of the public case).
+# A share more than 5 standard errors from p is a wrong rate; a right one lands there once in 1.7 million draws.
+RATE_SE = 5.0
+
+
+def dropout_on_weights(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
+    """Checked with the comparison, never beside your code: what dropout on the weights must do, whichever
+    weights it drops. The properties are facts about the outputs; the known mistakes name their causes."""
+    p = float(inputs["dropout_p"])
+    weights, dropped, output = outputs["weights"], outputs["training_weights"], outputs["training_output"]
+    if dropped.shape != weights.shape or output.shape != outputs["output"].shape:
+        return {"shape": "with dropout_p > 0 the outputs must keep their shapes"}
+    zero = dropped == 0
+    broken = {}
+    if not bool(zero.any()):
+        broken["none_dropped"] = "with dropout_p > 0 no attention weight was zeroed"
+        if torch.allclose(dropped, weights, rtol=1e-5, atol=1e-7):
+            broken["unchanged"] = "with dropout_p > 0 the weights are those without dropout"
+        return broken
+    share, se = float(zero.double().mean()), math.sqrt(p * (1 - p) / zero.numel())
+    if abs(share - p) > RATE_SE * se:
+        broken["rate"] = f"{share:.3f} of the weights were zeroed, expected dropout_p = {p:g} (within {RATE_SE * se:.3f})"
+    kept = ~zero
+    if torch.allclose(dropped[kept], weights[kept], rtol=1e-5, atol=1e-7):
+        broken["not_rescaled"] = "the weights kept are unchanged: they must be divided by 1 - dropout_p"
+    elif not torch.allclose(dropped[kept], weights[kept] / (1 - p), rtol=1e-4, atol=1e-6):
+        broken["kept_values"] = "the weights kept are not the weights without dropout divided by 1 - dropout_p"
+    if not torch.allclose(output, dropped @ inputs["value"], rtol=1e-4, atol=1e-5):
+        broken["output"] = "with dropout the output is not the returned weights times value"
+    return broken
+
+
+PROBES = {"forward": forward, "untouched": untouched, "gradients": gradients, "dropout": dropout}
+DROPOUT = {"relation": dropout_on_weights, "free": ("training_output", "training_weights")}
+
+# ---------------------------------------------------------------- the public cases (16 points)
 HALF = {"rtol": 1e-2, "atol": 4e-3}       # float16: a few units in the last place of the outputs
 BFLOAT = {"rtol": 3e-2, "atol": 3e-2}     # bfloat16 keeps 8 bits of mantissa
 
@@ -180,6 +236,9 @@ CASES = [
     Case("square shapes (batch = seq_k = d_k)", 0.5, "forward",
          lambda s: plain(s, lead=(4,), seq_q=3, seq_k=4, d_k=4, d_v=6), seed=215,
          about="batch, seq_k and d_k all 4, where transposing the wrong axes still runs"),
+    Case("dropout on the weights, after the softmax", 1.0, "dropout", lambda s: with_dropout(s), seed=216,
+         about="dropout_p = 0.25: a quarter of the weights zeroed, the others divided by 0.75, the output "
+               "computed from them; dropout_p = 0 gives the reference's values", **DROPOUT),
     ready_made_case(READY_MADE, 1.0, about="no PyTorch ready-made attention (read from the source, not run)"),
 ]
 
@@ -200,6 +259,15 @@ MISTAKES = {
     "big_negative_fill": "Masked scores are filled with a fixed big negative number such as -1e9, which does not fit in float16 (its most negative value is about -65504): fill with torch.finfo(scores.dtype).min, the most negative value of the scores' own dtype.",
     "mask_assumed_batch_seq_k": "The mask is assumed to be (batch, seq_k) (e.g. mask[:, None, None, :] on every mask): use it as given, broadcast against the scores (..., seq_q, seq_k). It may be (seq_k,), (seq_q, seq_k), (batch, 1, 1, seq_k), (batch, 1, seq_q, seq_k) or (batch, heads, seq_q, seq_k).",
     "swapped_return": "The results are returned as (weights, output); return (output, weights).",
+    "dropout_missing": "dropout_p is ignored: with dropout_p > 0, drop each attention weight with probability "
+                       "dropout_p and divide the others by 1 - dropout_p, e.g. torch.nn.functional.dropout(weights, "
+                       "p=dropout_p), after the softmax and before multiplying by value.",
+    "dropout_before_softmax": "Dropout is applied to the scores before the softmax: the softmax then turns the zeroed "
+                              "scores into weights again. Drop the weights, after the softmax (the paper drops "
+                              "attention weights, as torch.nn.MultiheadAttention does).",
+    "dropout_not_rescaled": "The weights kept by dropout are not divided by 1 - dropout_p, so the expected output "
+                            "shrinks in training and differs from evaluation: use torch.nn.functional.dropout, which "
+                            "rescales, or divide the kept weights by 1 - dropout_p.",
     "dot_T": "key.T reverses *all* the axes of a batched tensor (and is deprecated for more than 2 dims), not just the last two: transpose the last two with key.transpose(-2, -1) (or key.mT).",
 }
 
