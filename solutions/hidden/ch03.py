@@ -40,4 +40,11 @@ CASES = [
          lambda s: attention_inputs(s, batch=3, seq_q=6, d_model=16, heads=4, mask="target"), seed=9410),
     Case("h-mask-per-head", 1.0, "forward",
          lambda s: attention_inputs(s, batch=2, seq_q=4, seq_k=6, d_model=12, heads=3, mask="heads"), seed=9411),
+    # dropout: another rate, and cross-attention; the check that d_model is divisible
+    Case("h-dropout-cross", 1.0, "dropout", lambda s: _spec.with_dropout(s, p=0.5, batch=3, seq_q=10, seq_k=14,
+                                                                        d_model=24, heads=6),
+         seed=9413, about="attention dropout in training mode only, cross-attention", **_spec.DROPOUT),
+    Case("h-indivisible", 1.0, "indivisible",
+         lambda s: {**attention_inputs(s, d_model=16, heads=4), "bad_heads": torch.tensor(6)}, seed=9414,
+         about="a ValueError when d_model is not divisible by num_heads"),
 ]

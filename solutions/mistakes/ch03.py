@@ -35,8 +35,9 @@ def merge_heads_first(x: Tensor) -> Tensor:
 
 
 def module(split: Callable = ref.split_heads, merge: Callable = ref.merge_heads, scale_d_model: bool = False,
-           project_out: bool = True, shared: bool = False) -> type:
-    """A MultiHeadAttention class with the given mistakes."""
+           project_out: bool = True, shared: bool = False, dropout: str = "training") -> type:
+    """A MultiHeadAttention class with the given mistakes; ``dropout`` is when attention dropout applies:
+    "training" (right), "always" (in evaluation mode too) or "never" (not passed to the attention)."""
     class Wrong(ref.MultiHeadAttention):
         def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None) -> Tensor:
             w_k, w_v = (self.w_q, self.w_q) if shared else (self.w_k, self.w_v)
@@ -44,7 +45,8 @@ def module(split: Callable = ref.split_heads, merge: Callable = ref.merge_heads,
             if scale_d_model:  # scores / √d_model, written as a rescaled query
                 q = q * math.sqrt(self.d_k) / math.sqrt(self.d_model)
             k, v = split(w_k(key), self.num_heads), split(w_v(value), self.num_heads)
-            heads, weights = scaled_dot_product_attention(q, k, v, mask=mask)
+            p = {"training": self.dropout if self.training else 0.0, "always": self.dropout, "never": 0.0}[dropout]
+            heads, weights = scaled_dot_product_attention(q, k, v, mask=mask, dropout_p=p)
             self.attn_weights = weights.detach()
             merged = merge(heads)
             return self.w_o(merged) if project_out else merged
@@ -60,4 +62,6 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "mask_not_over_heads": {_split: split_heads_first, _merge: merge_heads_first,
                             _mha: module(split=split_heads_first, merge=merge_heads_first)},
     "shared_projection": {_mha: module(shared=True)},
+    "dropout_in_evaluation": {_mha: module(dropout="always")},
+    "dropout_not_passed": {_mha: module(dropout="never")},
 }

@@ -41,8 +41,10 @@ BODY = _LINES[next(i for i, line in enumerate(_LINES) if "### BEGIN SOLUTION" in
 SCALE = next(line.split("#")[0].strip() for line in _LINES if "/ math.sqrt(" in line)  # scores = ... / sqrt
 UNSCALED = SCALE.split(" / math.sqrt(")[0]
 MIX = next(line.split("#")[0].strip() for line in _LINES if line.strip().startswith("output ="))  # output = ...
+# PyTorch's fused attention gives the output; with dropout it cannot use the weights dropped here, so then the
+# output is mixed by hand (the values stay right everywhere: only the source scan can tell)
 FUSED = ("output = torch.nn.functional.scaled_dot_product_attention(query, key, value, "
-         "attn_mask=None if mask is None else mask.expand(weights.shape))")
+         "attn_mask=None if mask is None else mask.expand(weights.shape)) if dropout_p == 0.0 else weights @ value")
 
 
 def _sub(old: str, new: str, text: str = REFERENCE) -> str:
@@ -97,8 +99,7 @@ def _mistakes_and_faults(p: _Planted) -> None:
         _mask([GRADIENTS, UNTOUCHED, SCRATCH, H_GRADIENTS]))
     add("nan", _sub("torch.finfo(scores.dtype).min", 'float("-inf")'), _but([EMPTY_ROWS, H_EMPTY_ROWS, H_FLOAT16_EMPTY_ROWS]),
         mistakes=["filled with -inf"])
-    # right values from PyTorch's fused attention, which knows nothing of the dropped weights
-    add("fused", _sub(MIX, FUSED), _but([SCRATCH, DROPOUT, H_DROPOUT]))
+    add("fused", _sub(MIX, FUSED), _but([SCRATCH]))  # right values from PyTorch's fused attention
     add("big_negative", _sub("torch.finfo(scores.dtype).min", "-1e9"), _but([FLOAT16, H_FLOAT16_EMPTY_ROWS]),
         mistakes=["does not fit in float16"])  # raises on float16: named from the child's description (RAISES)
     add("syntax_error", REFERENCE + "\ndef broken(:\n    pass\n", ZERO)

@@ -24,6 +24,7 @@ from course_admin.rows import GradeRow
 from course_admin.source_scan import with_source_scans
 from course_admin.submissions import Reader
 from course_admin.variants import wrong_impls
+from planted import FUSED
 
 CHAPTERS = chapters.available()
 MISTAKES = [(ch, name) for ch in CHAPTERS for name in chapters.load_spec(ch).MISTAKES]
@@ -169,8 +170,7 @@ def _fused_package(root) -> str:
     """A learner package whose values are right but whose output comes from PyTorch's fused attention."""
     reference = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
     mix = next(line for line in reference.splitlines() if line.strip().startswith("output ="))
-    fused = mix.split("output =")[0] + ("output = torch.nn.functional.scaled_dot_product_attention(query, key, value, "
-                                        "attn_mask=None if mask is None else mask.expand(weights.shape))")
+    fused = mix.split("output =")[0] + FUSED
     (root / "fused_learner").mkdir()
     (root / "fused_learner" / "__init__.py").write_text("")
     (root / "fused_learner" / "attention.py").write_text(reference.replace(mix, fused, 1))

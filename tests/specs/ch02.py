@@ -163,29 +163,37 @@ def dropout(impl, inputs: dict[str, Tensor]) -> Outputs:
 RATE_SE = 5.0
 
 
+def dropped_weights(weights: Tensor, dropped: Tensor, p: float) -> dict[str, str]:
+    """What dropout with probability ``p`` must do to attention ``weights`` (all > 0), whichever it drops:
+    {property: message} of those that ``dropped`` breaks (chapters 03 and 05 use it too)."""
+    if dropped.shape != weights.shape:
+        return {"shape": "with dropout the attention weights must keep their shape"}
+    zero = dropped == 0
+    if not bool(zero.any()):
+        broken = {"none_dropped": "with dropout > 0 no attention weight was zeroed"}
+        if torch.allclose(dropped, weights, rtol=1e-5, atol=1e-7):
+            broken["unchanged"] = "with dropout > 0 the attention weights are those without dropout"
+        return broken
+    broken = {}
+    share, se = float(zero.double().mean()), math.sqrt(p * (1 - p) / zero.numel())
+    if abs(share - p) > RATE_SE * se:
+        broken["rate"] = f"{share:.3f} of the weights were zeroed, expected the dropout probability {p:g} " \
+                         f"(within {RATE_SE * se:.3f})"
+    kept = ~zero
+    if torch.allclose(dropped[kept], weights[kept], rtol=1e-5, atol=1e-7):
+        broken["not_rescaled"] = "the weights kept are unchanged: they must be divided by 1 - p"
+    elif not torch.allclose(dropped[kept], weights[kept] / (1 - p), rtol=1e-4, atol=1e-6):
+        broken["kept_values"] = "the weights kept are not the weights without dropout divided by 1 - p"
+    return broken
+
+
 def dropout_on_weights(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
     """Checked with the comparison, never beside your code: what dropout on the weights must do, whichever
     weights it drops. The properties are facts about the outputs; the known mistakes name their causes."""
-    p = float(inputs["dropout_p"])
-    weights, dropped, output = outputs["weights"], outputs["training_weights"], outputs["training_output"]
-    if dropped.shape != weights.shape or output.shape != outputs["output"].shape:
-        return {"shape": "with dropout_p > 0 the outputs must keep their shapes"}
-    zero = dropped == 0
-    broken = {}
-    if not bool(zero.any()):
-        broken["none_dropped"] = "with dropout_p > 0 no attention weight was zeroed"
-        if torch.allclose(dropped, weights, rtol=1e-5, atol=1e-7):
-            broken["unchanged"] = "with dropout_p > 0 the weights are those without dropout"
-        return broken
-    share, se = float(zero.double().mean()), math.sqrt(p * (1 - p) / zero.numel())
-    if abs(share - p) > RATE_SE * se:
-        broken["rate"] = f"{share:.3f} of the weights were zeroed, expected dropout_p = {p:g} (within {RATE_SE * se:.3f})"
-    kept = ~zero
-    if torch.allclose(dropped[kept], weights[kept], rtol=1e-5, atol=1e-7):
-        broken["not_rescaled"] = "the weights kept are unchanged: they must be divided by 1 - dropout_p"
-    elif not torch.allclose(dropped[kept], weights[kept] / (1 - p), rtol=1e-4, atol=1e-6):
-        broken["kept_values"] = "the weights kept are not the weights without dropout divided by 1 - dropout_p"
-    if not torch.allclose(output, dropped @ inputs["value"], rtol=1e-4, atol=1e-5):
+    dropped, output = outputs["training_weights"], outputs["training_output"]
+    broken = dropped_weights(outputs["weights"], dropped, float(inputs["dropout_p"]))
+    if "shape" not in broken and output.shape == outputs["output"].shape \
+            and not torch.allclose(output, dropped @ inputs["value"], rtol=1e-4, atol=1e-5):
         broken["output"] = "with dropout the output is not the returned weights times value"
     return broken
 

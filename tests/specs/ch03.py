@@ -9,12 +9,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from course_lib.provided.chapters import load_spec
 from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
 
 CHAPTER = "03"
 TITLE = "Multi-head attention"
 MODULES = ["multihead.py"]  # the learner's files this chapter grades
 REQUIRES = ["02"]           # multihead.py calls chapter 02's scaled_dot_product_attention
+
+_ch02 = load_spec("02")     # what dropout must do to attention weights (``dropped_weights``)
 
 LAYERS = ("w_q", "w_k", "w_v", "w_o")
 
@@ -62,10 +65,12 @@ def attention_inputs(seed: int, batch: int = 2, seq_q: int = 5, seq_k: int | Non
 
 
 # ---------------------------------------------------------------- probes (they call your code)
-def build(impl, inputs: dict[str, Tensor]) -> nn.Module:
-    """Your MultiHeadAttention with the case's weights, in evaluation mode, in the inputs' dtype."""
+def build(impl, inputs: dict[str, Tensor], dropout: float | None = None) -> nn.Module:
+    """Your MultiHeadAttention with the case's weights, in evaluation mode, in the inputs' dtype; built with
+    ``dropout`` when given, else with the default."""
     d_model, heads = inputs["query"].shape[-1], int(inputs["num_heads"])
-    module = impl.multihead.MultiHeadAttention(d_model, heads)
+    mha = impl.multihead.MultiHeadAttention
+    module = mha(d_model, heads) if dropout is None else mha(d_model, heads, dropout=dropout)
     if not isinstance(module, nn.Module):
         raise CheckFailure("MultiHeadAttention must be an nn.Module (class MultiHeadAttention(nn.Module))")
     module = module.to(inputs["query"].dtype).eval()
@@ -135,10 +140,65 @@ def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
     return grads
 
 
-PROBES = {"split": split, "merge": merge, "roundtrip": roundtrip, "forward": forward, "weights": kept_weights,
-          "gradients": gradients}
+def dropout(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """Built with the default dropout (0) and in training mode: the reference's output. Built with dropout p: in
+    evaluation mode the reference's output (and weights), in training mode on a seeded generator judged by
+    ``dropout_on_heads`` (which weights are dropped depends on how your chapter 02 code draws them)."""
+    with torch.no_grad():
+        default = _attend(build(impl, inputs).train(), inputs)
+        module = build(impl, inputs, dropout=float(inputs["dropout"]))
+        output = _attend(module, inputs)
+        weights = module.attn_weights
+        torch.manual_seed(3)
+        training_output = _attend(module.train(), inputs)
+        training_weights = module.attn_weights
+    if not isinstance(weights, Tensor) or not isinstance(training_weights, Tensor):
+        raise CheckFailure("after a call, self.attn_weights must hold the attention weights (batch, heads, seq_q, "
+                           "seq_k) of that call")
+    return {"output_default_dropout": default, "output": output, "weights": weights,
+            "training_output": training_output, "training_weights": training_weights}
 
-# ---------------------------------------------------------------- the public cases (10 points)
+
+def dropout_on_heads(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
+    """Checked with the comparison, never beside your code: the kept weights are the attention weights dropped
+    (chapter 02's ``dropped_weights``), and the output is made from them: w_o(merge(weights @ split(w_v(value))))."""
+    p, heads = float(inputs["dropout"]), int(inputs["num_heads"])
+    dropped = outputs["training_weights"]
+    broken = _ch02.dropped_weights(outputs["weights"], dropped, p)
+    if "shape" in broken or outputs["training_output"].shape != outputs["output"].shape:
+        return broken
+    v = inputs["value"] @ inputs["w_v.weight"].T + inputs["w_v.bias"]                  # (batch, seq_k, d_model)
+    batch, seq_k, d_model = v.shape
+    v = v.view(batch, seq_k, heads, d_model // heads).transpose(1, 2)                  # (batch, heads, seq_k, d_k)
+    mixed = (dropped @ v).transpose(1, 2).reshape(batch, -1, d_model)                  # (batch, seq_q, d_model)
+    if not torch.allclose(outputs["training_output"], mixed @ inputs["w_o.weight"].T + inputs["w_o.bias"],
+                          rtol=1e-4, atol=1e-5):
+        broken["output"] = "in training mode the output is not made from the attention weights kept (attn_weights)"
+    return broken
+
+
+def indivisible(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """MultiHeadAttention(d_model, bad_heads) with d_model not divisible must raise a ValueError (what was
+    raised is read, not compared); the case's own heads must work, so that a module that always raises fails."""
+    raised: BaseException | None = None
+    try:
+        impl.multihead.MultiHeadAttention(inputs["query"].shape[-1], int(inputs["bad_heads"]))
+    except Exception as exc:  # noqa: BLE001 - which exception it is, is what is checked
+        raised = exc
+    return {"raises_ValueError": torch.tensor(isinstance(raised, ValueError)),
+            "output": _attend(build(impl, inputs), inputs)}
+
+
+PROBES = {"split": split, "merge": merge, "roundtrip": roundtrip, "forward": forward, "weights": kept_weights,
+          "gradients": gradients, "dropout": dropout, "indivisible": indivisible}
+DROPOUT = {"relation": dropout_on_heads, "free": ("training_output", "training_weights")}
+
+
+def with_dropout(seed: int, p: float = 0.3, **sizes: int) -> dict[str, Tensor]:
+    """``attention_inputs`` without a mask (every weight > 0) and the dropout probability."""
+    return {**attention_inputs(seed, **sizes), "dropout": torch.tensor(p, dtype=torch.float64)}
+
+# ---------------------------------------------------------------- the public cases (11.5 points)
 # PyTorch's ready-made counterparts of this chapter's component (fnmatch patterns on the parts of a name);
 # your own chapter 02 function (from .attention import ...) is not one of them.
 READY_MADE = {"multihead.py": ["MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention",
@@ -172,6 +232,16 @@ CASES = [
          seed=309, about="backward to query, key, value and every weight and bias"),
     Case("float64 in, float64 out", 0.5, "forward", lambda s: attention_inputs(s, dtype=torch.float64), seed=310,
          about="the dtype of the inputs is kept", rtol=1e-7, atol=1e-9),
+    Case("dropout on the attention weights, training mode only", 1.0, "dropout",
+         lambda s: with_dropout(s, batch=4, seq_q=12, d_model=16, heads=4), seed=311, **DROPOUT,
+         about="dropout 0.3 reaches your chapter 02 attention in training mode only (the weights kept divided by "
+               "0.7, the output made from them); in evaluation mode, and with the default dropout 0, the "
+               "reference's output"),
+    Case("d_model not divisible by num_heads", 0.5, "indivisible",
+         lambda s: {**attention_inputs(s, d_model=12, heads=3), "bad_heads": torch.tensor(5)}, seed=312,
+         about="MultiHeadAttention(12, 5) raises a ValueError; (12, 3) works",
+         hint="Raise ValueError in __init__ when d_model % num_heads != 0: each head gets d_k = d_model / "
+              "num_heads features."),
     ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made attention (read from the source, not run)"),
 ]
 
@@ -188,6 +258,10 @@ MISTAKES = {
     "mask_not_over_heads": "The heads axis comes first, (heads, batch, seq, d_k), so a padding mask (batch, 1, 1, "
                            "seq_k) lines up with the heads instead of the sequences: the mask is not broadcast over "
                            "the heads. Keep the layout (batch, heads, seq, d_k).",
+    "dropout_in_evaluation": "Attention dropout is on in evaluation mode too: pass dropout_p=self.dropout when "
+                             "self.training, and 0.0 otherwise (model.eval() must make the output deterministic).",
+    "dropout_not_passed": "The module's dropout never reaches the attention: call scaled_dot_product_attention(..., "
+                          "dropout_p=self.dropout if self.training else 0.0).",
     "shared_projection": "Query, key and value go through the same projection: use self.w_q for the query, self.w_k "
                          "for the key and self.w_v for the value.",
 }
