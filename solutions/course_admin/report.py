@@ -8,7 +8,7 @@ from pathlib import Path
 from course_lib.provided import chapters
 from course_lib.provided.layout import SpecError, chapter_facts
 
-from .gradebook import Gradebook
+from .gradebook import MANUAL, Gradebook
 from .rows import GradeRow, total
 from .submissions import disk_name
 
@@ -26,14 +26,25 @@ def _title(number: str) -> str:
         return ""
 
 
+def waiting(rows: list[GradeRow]) -> str:
+    """``, of which N points wait for hand grading`` when written answers wait for the instructor, else ``""``."""
+    pending = sum(r.max_points for r in rows if r.status == MANUAL)
+    if not pending:
+        return ""
+    return f", of which {pending:g} point{' waits' if pending == 1 else 's wait'} for hand grading"
+
+
 def _section(heading: str, rows: list[GradeRow]) -> list[str]:
+    """A part's table, then what to fix: the failed rows grouped by message (answers waiting for the
+    instructor are not failures: the learner has nothing to fix there)."""
     got, possible = total(rows)
-    lines = [f"### {heading}: {got:g} / {possible:g}", "", "| check | points | status |", "|---|---|---|"]
+    lines = [f"### {heading}: {got:g} / {possible:g}{waiting(rows)}", "", "| check | points | status |",
+             "|---|---|---|"]
     lines += [f"| {_md(r.component)} | {r.points:g} / {r.max_points:g} | {r.status} |" for r in rows]
     lines.append("")
     groups: dict[str, list[str]] = {}
     for r in rows:
-        if r.status != "pass" and r.message:
+        if r.status not in ("pass", MANUAL) and r.message:
             groups.setdefault(r.message, []).append(r.component)
     if groups:
         lines += ["What to fix:", ""]
@@ -52,7 +63,7 @@ def feedback_markdown(learner: str, rows: list[GradeRow], mistake_texts: dict[st
         by_chapter.setdefault(r.chapter, []).append(r)
     for number, rs in sorted(by_chapter.items()):
         got, possible = total(rs)
-        lines += [f"## Chapter {number}{_title(number)}: {got:g} / {possible:g} points", ""]
+        lines += [f"## Chapter {number}{_title(number)}: {got:g} / {possible:g} points{waiting(rs)}", ""]
         for kind, heading in SECTIONS:
             of_kind = [r for r in rs if r.kind == kind]
             if of_kind:

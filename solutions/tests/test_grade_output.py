@@ -61,3 +61,31 @@ def test_a_notebook_is_read_never_run(tmp_path: Path) -> None:
     assert rows["answer-sqrt-dk"]["status"] == "needs manual grading" and rows["answer-sqrt-dk"]["points"] == "0"
     assert rows["answer-heatmap"]["status"] == "fail" and "no answer" in rows["answer-heatmap"]["message"]
     assert {r["isolation"] for r in rows.values()} == {"none"}
+
+
+def test_feedback_keeps_answers_waiting_for_the_instructor_out_of_what_to_fix() -> None:
+    """A written answer that waits for hand grading is no mistake: the learner has nothing to fix there.
+    The totals say how many of the chapter's points still wait for the instructor."""
+    from course_admin.report import feedback_markdown
+    from course_admin.rows import GradeRow
+
+    def row(kind: str, component: str, points: float, max_points: float, status: str, message: str) -> GradeRow:
+        return GradeRow("02", kind, component, points, max_points, status, message, "none")
+
+    rows = [row("course_lib", "values, no mask", 1.0, 1.0, "pass", ""),
+            row("course_lib", "hidden case 1", 0.0, 1.0, "fail", "output: values differ"),
+            row("notebook", "answer-sqrt-dk", 0.0, 2.0, "needs manual grading", "written answer: graded by hand"),
+            row("notebook", "answer-heatmap", 0.0, 1.0, "fail", "no answer was written")]
+    md = feedback_markdown("ada", rows, {"02": {}})
+    fix = md.split("### Notebook", 1)[1].split("What to fix:", 1)[1]
+    assert "no answer was written" in fix and "(1 check(s): *answer-heatmap*)" in fix
+    assert "graded by hand" not in fix and "answer-sqrt-dk" not in fix
+    assert "## Chapter 02 — Attention: 1 / 5 points, of which 2 points wait for hand grading" in md
+    assert "### Notebook: 0 / 3, of which 2 points wait for hand grading" in md
+    assert "### course_lib checks: 1 / 2\n" in md  # nothing waits there
+
+    one = feedback_markdown("bo", [row("notebook", "answer-heatmap", 0.0, 1.0, "needs manual grading", "by hand")],
+                            {"02": {}})
+    assert "of which 1 point waits for hand grading" in one and "What to fix" not in one
+    graded = feedback_markdown("cy", [row("notebook", "answer-heatmap", 1.0, 1.0, "pass", "graded by hand")], {"02": {}})
+    assert "wait" not in graded
