@@ -42,8 +42,15 @@ submit: install  ## pack a chapter to hand in: make submit CH=01 [LEARNER=you] [
 	@test -n "$(CH)" || { echo "Which chapter? For example: make submit CH=01"; exit 2; }
 	@$(BIN)/course submit ch$(CH) $(if $(LEARNER),--learner $(LEARNER)) $(if $(FORCE),--force)
 
-lab: install  ## open the exercise notebooks in JupyterLab
-	$(BIN)/jupyter lab exercises/
+# Jupyter refuses to start as root unless given --allow-root; containers, Colab and many cloud machines run
+# as root, so `make lab` gives it there, and says so.
+LAB_UID ?= $(shell id -u)
+LAB_ROOT := $(if $(filter 0,$(LAB_UID)),--allow-root)
+
+lab: install  ## open the exercise notebooks in JupyterLab (as root too, with --allow-root)
+	@if [ -n "$(LAB_ROOT)" ]; then echo "make lab: you are root (uid 0), as in containers, Colab and many cloud machines:" \
+	  "starting JupyterLab with --allow-root, which lets it run as root instead of refusing; notebooks and terminals run as root too."; fi
+	$(BIN)/jupyter lab $(LAB_ROOT) exercises/
 
 clean:
 	rm -rf _build .jupyter_cache
