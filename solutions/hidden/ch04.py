@@ -28,4 +28,8 @@ CASES = [
     Case("h-embed-wide", 1.0, "embed", lambda s: tokens(s, batch=3, seq=4, vocab_size=50, d_model=64), seed=9509),
     Case("h-embed-gradient-repeats", 1.0, "embed_gradient",
          lambda s: tokens(s, batch=4, seq=9, vocab_size=5, d_model=8), seed=9510),
+    Case("h-odd-width", 1.0, "odd", lambda s: table_size(s, 7, 4), seed=9511,
+         about="a ValueError for an odd d_model"),
+    Case("h-defaults-wide", 1.0, "defaults", lambda s: {"d_model": torch.tensor(64), "vocab_size": torch.tensor(300)},
+         seed=9512, about="the defaults of PositionalEncoding and TokenEmbedding's initial weights", **_spec.DEFAULTS),
 ]

@@ -13,8 +13,9 @@ from torch import Tensor, nn
 from course_ref import positional as ref
 
 
-def table(swap: bool = False, exponent_i: bool = False) -> Callable[[int, int], Tensor]:
-    """A sinusoidal_table with sin and cos swapped, or with the exponent i / d_model instead of 2i / d_model."""
+def table(swap: bool = False, exponent_i: bool = False, halves: bool = False) -> Callable[[int, int], Tensor]:
+    """A sinusoidal_table with sin and cos swapped, with the exponent i / d_model instead of 2i / d_model, or
+    with the sines in the first half of the columns and the cosines in the second."""
     def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
         position = torch.arange(max_len, dtype=torch.float64)[:, None]      # (max_len, 1)
         i = torch.arange(d_model // 2, dtype=torch.float64)                 # (d_model/2,) the pair index
@@ -22,13 +23,16 @@ def table(swap: bool = False, exponent_i: bool = False) -> Callable[[int, int], 
         angle = position / 10000.0 ** exponent                              # (max_len, d_model/2)
         first, second = (torch.cos, torch.sin) if swap else (torch.sin, torch.cos)
         out = torch.empty(max_len, d_model, dtype=torch.float64)
-        out[:, 0::2], out[:, 1::2] = first(angle), second(angle)
+        if halves:
+            out = torch.cat([first(angle), second(angle)], dim=-1)          # (max_len, d_model) [sin | cos]
+        else:
+            out[:, 0::2], out[:, 1::2] = first(angle), second(angle)
         return out.float()
     return sinusoidal_table
 
 
 def encoding(make_table: Callable[[int, int], Tensor] = ref.sinusoidal_table, parameter: bool = False,
-             concatenate: bool = False, use_dropout: bool = True) -> type:
+             concatenate: bool = False, use_dropout: bool = True, drop_x_only: bool = False) -> type:
     """A PositionalEncoding class with the given mistakes."""
     class Wrong(ref.PositionalEncoding):
         def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000) -> None:
@@ -47,6 +51,8 @@ def encoding(make_table: Callable[[int, int], Tensor] = ref.sinusoidal_table, pa
             pe = self.pe[:, :seq].to(x.dtype)                                # (1, seq, d_model)
             if concatenate:
                 x = torch.cat([x, pe.expand(x.size(0), -1, -1)], dim=-1)     # (batch, seq, 2 d_model)
+            elif drop_x_only:
+                return self.dropout(x) + pe                                  # (batch, seq, d_model)
             else:
                 x = x + pe                                                   # (batch, seq, d_model)
             return self.dropout(x) if use_dropout else x
@@ -61,7 +67,7 @@ class Unscaled(ref.TokenEmbedding):
 
 
 _table, _pe, _emb = "positional.sinusoidal_table", "positional.PositionalEncoding", "positional.TokenEmbedding"
-_swapped, _exp_i = table(swap=True), table(exponent_i=True)
+_swapped, _exp_i, _halves = table(swap=True), table(exponent_i=True), table(halves=True)
 VARIANTS: dict[str, dict[str, Callable]] = {
     "sin_cos_swapped": {_table: _swapped, _pe: encoding(_swapped)},
     "exponent_i": {_table: _exp_i, _pe: encoding(_exp_i)},
@@ -69,4 +75,6 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "concatenated": {_pe: encoding(concatenate=True)},
     "pe_parameter": {_pe: encoding(parameter=True)},
     "no_dropout": {_pe: encoding(use_dropout=False)},
+    "sin_cos_halves": {_table: _halves, _pe: encoding(_halves)},
+    "dropout_before_adding": {_pe: encoding(drop_x_only=True)},
 }

@@ -10,6 +10,8 @@ from the reference (tests/reference/ch04.pt).
 """
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor, nn
 
@@ -42,6 +44,7 @@ def tokens(seed: int, batch: int = 2, seq: int = 5, vocab_size: int = 11, d_mode
 
 # ---------------------------------------------------------------- probes (they call your code)
 DROP_P = 0.5  # the dropout case's probability
+RATE_SE = 5.0  # a share of zeroed elements more than 5 binomial standard errors from p is a wrong rate (chapter 02)
 
 
 def encoding(impl, d_model: int, max_len: int, dropout: float = 0.1) -> nn.Module:
@@ -106,6 +109,9 @@ def dropout_done(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
     broken = {}
     if bool(kept.all()):
         broken["none_zeroed"] = "in training mode no element was zeroed"
+    share, se = 1 - float(kept.double().mean()), math.sqrt(DROP_P * (1 - DROP_P) / kept.numel())
+    if 0 < share < 1 and abs(share - DROP_P) > RATE_SE * se:  # chapter 02's bound: 5 binomial standard errors
+        broken["rate"] = f"in training mode {share:.3f} of the elements were zeroed, expected p = {DROP_P}"
     if not bool(kept.any()):
         broken["all_zeroed"] = "in training mode every element was zeroed"
     elif not torch.allclose(training[kept], output[kept] / (1 - DROP_P), rtol=1e-4, atol=1e-5):
@@ -162,10 +168,52 @@ def embed_gradient(impl, inputs: dict[str, Tensor]) -> Outputs:
     return {"grad_embedding.weight": module.embedding.weight.grad}
 
 
-PROBES = {"table": table, "add": add, "buffer": buffer, "dropout": dropout, "too_long": too_long, "embed": embed,
-          "embed_gradient": embed_gradient}
+def odd_width(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """sinusoidal_table(max_len, d_model + 1), an odd width, must raise a ValueError (what was raised is read,
+    not compared); the even width must give its table, so that a function that always raises fails."""
+    max_len, d_model = int(inputs["max_len"]), int(inputs["d_model"])
+    raised: BaseException | None = None
+    try:
+        impl.positional.sinusoidal_table(max_len, d_model + 1)
+    except Exception as exc:  # noqa: BLE001 - which exception it is, is what is checked
+        raised = exc
+    return {"raises_ValueError": torch.tensor(isinstance(raised, ValueError)),
+            "table": impl.positional.sinusoidal_table(max_len, d_model)}
 
-# ---------------------------------------------------------------- the public cases (10 points)
+
+def defaults(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """PositionalEncoding(d_model) with its defaults (dropout 0.1, max_len 5000), and the spread of a fresh
+    TokenEmbedding's weight (seeded), which the docstring promises N(0, 1/d_model); the statistics are judged by
+    ``initialised_as_promised``."""
+    d_model, vocab = int(inputs["d_model"]), int(inputs["vocab_size"])
+    module = impl.positional.PositionalEncoding(d_model)
+    drop = getattr(module, "dropout", None)
+    torch.manual_seed(4)
+    weight = impl.positional.TokenEmbedding(vocab, d_model).embedding.weight.detach()  # (vocab, d_model)
+    return {"pe_shape": torch.tensor(tuple(getattr(module, "pe", torch.empty(0)).shape)),
+            "dropout_p": torch.tensor(float(drop.p) if isinstance(drop, nn.Dropout) else math.nan, dtype=torch.float64),
+            "weight_mean": weight.double().mean(), "weight_std": weight.double().std()}
+
+
+def initialised_as_promised(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
+    """The weight's mean and standard deviation within 5 standard errors of N(0, 1/d_model)'s: for N draws of
+    spread s, the mean's standard error is s / √N and the standard deviation's about s / √(2N)."""
+    d_model, n = int(inputs["d_model"]), int(inputs["d_model"]) * int(inputs["vocab_size"])
+    s = d_model ** -0.5
+    mean, std = float(outputs["weight_mean"]), float(outputs["weight_std"])
+    broken = {}
+    if not abs(mean) <= RATE_SE * s / math.sqrt(n):
+        broken["mean"] = f"a fresh TokenEmbedding's weight has mean {mean:.3g}, expected 0"
+    if not abs(std - s) <= RATE_SE * s / math.sqrt(2 * n):
+        broken["std"] = f"a fresh TokenEmbedding's weight has standard deviation {std:.4g}, expected 1/√d_model"
+    return broken
+
+
+PROBES = {"table": table, "add": add, "buffer": buffer, "dropout": dropout, "too_long": too_long, "embed": embed,
+          "embed_gradient": embed_gradient, "odd": odd_width, "defaults": defaults}
+DEFAULTS = {"relation": initialised_as_promised, "free": ("weight_mean", "weight_std")}
+
+# ---------------------------------------------------------------- the public cases (11 points)
 BFLOAT = {"rtol": 3e-2, "atol": 3e-2}     # bfloat16 keeps 8 bits of mantissa
 # every dropout case (hidden ones too): the training output is judged by what it must hold, not by its values
 DROPOUT = {"relation": dropout_done, "free": ("training_output",)}
@@ -187,8 +235,9 @@ CASES = [
          about="registered buffer (1, max_len, d_model): in state_dict, moved by .to(), not trained",
          hint="Store the table with self.register_buffer('pe', table), table of shape (1, max_len, d_model): a "
               "buffer is saved in state_dict and moves with .to(), and the optimiser never sees it."),
-    Case("dropout in training mode", 1.0, "dropout", lambda s: embeddings(s, seq=6), seed=406, **DROPOUT,
-         about="p = 0.5: some elements zeroed, the others (x + pe) / (1 - p); x + pe in evaluation mode",
+    Case("dropout in training mode", 1.0, "dropout", lambda s: embeddings(s, batch=4, seq=20), seed=406, **DROPOUT,
+         about="p = 0.5: half the elements zeroed (within 5 binomial standard errors), the others (x + pe) / (1 - p); "
+               "x + pe in evaluation mode", hint_on=("none_zeroed", "all_zeroed", "kept_scaled", "rate"),
          hint="Apply self.dropout to the sum x + pe[:, :seq] (not to x alone), and only through the nn.Dropout "
               "layer, which is off in evaluation mode."),
     Case("clear error past max_len", 0.5, "too_long", lambda s: embeddings(s, seq=15, d_model=8, max_len=12),
@@ -201,6 +250,12 @@ CASES = [
          about="vocabulary 11, d_model 16: the looked-up rows times √16 = 4"),
     Case("TokenEmbedding: gradient reaches the table", 0.5, "embed_gradient", lambda s: tokens(s, batch=3, seq=6),
          seed=410, about="backward to embedding.weight"),
+    Case("sinusoidal_table: an odd d_model raises", 0.5, "odd", lambda s: table_size(s, 10, 6), seed=411,
+         about="sinusoidal_table(10, 7) raises a ValueError (each frequency fills two columns); (10, 6) works"),
+    Case("defaults and initialisation", 0.5, "defaults", lambda s: {"d_model": torch.tensor(32),
+                                                                   "vocab_size": torch.tensor(400)}, seed=412,
+         about="PositionalEncoding(32): dropout 0.1, pe (1, 5000, 32); a fresh TokenEmbedding(400, 32) has weights "
+               "of mean 0 and standard deviation 1/√32 (within 5 standard errors)", **DEFAULTS),
     ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made Transformer layer (read from the source, not run)"),
 ]
 
@@ -217,6 +272,12 @@ MISTAKES = {
                     "return x + pe[:, :seq].",
     "pe_parameter": "pe is an nn.Parameter, so the optimiser would train it: the sinusoidal table is fixed. Store it "
                     "with self.register_buffer('pe', table) instead.",
+    "sin_cos_halves": "The table holds all the sines, then all the cosines ([sin | cos] halves): they interleave, "
+                      "sin in the even columns 2i and cos in the odd columns 2i+1 (table[:, 0::2] = sin, "
+                      "table[:, 1::2] = cos).",
+    "dropout_before_adding": "Dropout is applied to x before the encoding is added: apply it to the sum, "
+                             "self.dropout(x + pe[:, :seq]) (the paper drops the sums of embeddings and positional "
+                             "encodings).",
     "no_dropout": "Dropout is missing: in training mode the output must be self.dropout(x + pe[:, :seq]).",
 }
 
