@@ -59,15 +59,20 @@ def capstone_size(preset: str) -> dict:
     return {**SIZES["transformer"][size["size"]], "batch": size["batch_size"], "max_len": size["max_len"]}
 
 
-def capstone_batches(size: dict, device: torch.device, count: int = 8) -> list[tuple[Tensor, Tensor]]:
-    """``count`` batches shaped like the capstone's: inputs (batch, seq, d_model), keep (batch, seq) True on real tokens."""
+def capstone_lengths(size: dict, count: int = 8) -> list[list[int]]:
+    """The review lengths (at most max_len) of the first ``count`` bucketed train batches of the capstone."""
     lengths = [min(len(review.text), size["max_len"]) for review in reviews().train]
+    return [[lengths[i] for i in group] for group in batch_order(lengths, size["batch"], seed=0, epoch=0)[:count]]
+
+
+def capstone_batches(size: dict, device: torch.device, lengths: list[list[int]]) -> list[tuple[Tensor, Tensor]]:
+    """Batches of those lengths: inputs (batch, seq, d_model) random, keep (batch, seq) True on real tokens."""
     g = torch.Generator().manual_seed(0)
     found = []
-    for group in batch_order(lengths, size["batch"], seed=0, epoch=0)[:count]:
-        real = torch.tensor([lengths[i] for i in group])                          # (batch,)
+    for batch_lengths in lengths:
+        real = torch.tensor(batch_lengths)                                        # (batch,)
         keep = torch.arange(int(real.max()))[None, :] < real[:, None]             # (batch, seq)
-        x = torch.randn(len(group), keep.size(1), size["d_model"], generator=g)  # (batch, seq, d_model)
+        x = torch.randn(len(real), keep.size(1), size["d_model"], generator=g)   # (batch, seq, d_model)
         found.append((x.to(device), keep.to(device)))
     return found
 
@@ -87,7 +92,7 @@ def pytorch(size: dict) -> tuple[nn.Module, Callable[[nn.Module, Tensor, Tensor]
 SIDES: dict[str, Build] = {"ours (course_ref Encoder)": ours, "torch.nn.TransformerEncoder": pytorch}
 
 
-def step_fn(build: Build, size: dict, device: torch.device, compile: bool = False
+def step_fn(build: Build, size: dict, device: torch.device, lengths: list[list[int]], compile: bool = False
             ) -> tuple[Callable[[], int], int]:
     """One training step of a fresh, seeded model on the next capstone batch (returns its examples), and the
     parameter count. torch.compile'd when asked; under bfloat16 autocast on cuda."""
@@ -96,7 +101,7 @@ def step_fn(build: Build, size: dict, device: torch.device, compile: bool = Fals
     model = model.to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     runner = torch.compile(model, dynamic=True) if compile else model   # compiles at its first call (warm-up)
-    batches, turn = capstone_batches(size, device), [0]
+    batches, turn = capstone_batches(size, device, lengths), [0]
     autocast = (lambda: torch.autocast("cuda", dtype=torch.bfloat16)) if device.type == "cuda" else contextlib.nullcontext
 
     def step() -> int:
@@ -119,9 +124,9 @@ def examples_per_second(step: Callable[[], int], n: int) -> float:
     return examples / (time.perf_counter() - start)
 
 
-def peak_of(name: str, preset: str, device: torch.device, compile: bool) -> dict[str, int]:
+def peak_of(name: str, preset: str, device: torch.device, lengths: list[list[int]], compile: bool) -> dict[str, int]:
     """In this (fresh) process: the peak memory of one training step of side ``name``, after a warm-up step."""
-    step, _ = step_fn(SIDES[name], capstone_size(preset), device, compile)
+    step, _ = step_fn(SIDES[name], capstone_size(preset), device, lengths, compile)
     step()  # warm-up: AdamW's state exists from now on, as in training
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -132,11 +137,13 @@ def peak_of(name: str, preset: str, device: torch.device, compile: bool) -> dict
     return {"tensors": peak_tensor_bytes(step), "process": process}
 
 
-def peaks_in_fresh_processes(args: argparse.Namespace) -> dict[str, dict[str, int]]:
+def peaks_in_fresh_processes(args: argparse.Namespace, lengths: list[list[int]]) -> dict[str, dict[str, int]]:
+    """Each side's peaks, measured by this script in a new process (given the batch lengths: it reads no data)."""
     found = {}
     for name in SIDES:
         command = [sys.executable, __file__, "--peak-of", name, "--preset", args.preset, "--device", args.device,
-                   "--threads", str(args.threads), *(["--compile"] if args.compile else [])]
+                   "--threads", str(args.threads), "--lengths", json.dumps(lengths),
+                   *(["--compile"] if args.compile else [])]
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         found[name] = json.loads(done.stdout.strip().splitlines()[-1])
     return found
@@ -162,15 +169,17 @@ def main() -> int:
                         "--compile` does); compiling happens in the untimed warm-up step")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (default 1, as the capstone trains)")
     parser.add_argument("--peak-of", choices=sorted(SIDES), help=argparse.SUPPRESS)  # the fresh process per side
+    parser.add_argument("--lengths", help=argparse.SUPPRESS)                           # and its batches' lengths
     args = parser.parse_args()
     args.preset = "quick" if args.quick else args.preset
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     if args.peak_of:
-        print(json.dumps(peak_of(args.peak_of, args.preset, device, args.compile)))
+        print(json.dumps(peak_of(args.peak_of, args.preset, device, json.loads(args.lengths), args.compile)))
         return 0
     size = capstone_size(args.preset)
-    steps = {name: step_fn(build, size, device, args.compile) for name, build in SIDES.items()}
+    lengths = capstone_lengths(size)
+    steps = {name: step_fn(build, size, device, lengths, args.compile) for name, build in SIDES.items()}
     for step, _ in steps.values():
         for _ in range(8 if args.compile else 1):
             step()  # warm-up, and compilation for each batch length
@@ -178,8 +187,8 @@ def main() -> int:
     for round_ in range(args.rounds):
         for name in (list(SIDES) if round_ % 2 == 0 else list(SIDES)[::-1]):
             rates[name].append(examples_per_second(steps[name][0], args.steps))
-    peaks = peaks_in_fresh_processes(args)
-    print(f"capstone {args.preset} sizes {size} on {device} ({torch.get_num_threads()} threads"
+    peaks = peaks_in_fresh_processes(args, lengths)
+    print(f"capstone {args.preset} sizes {size} on {device} ({args.threads} thread{'s' * (args.threads != 1)}"
           f"{', bf16 autocast' if device.type == 'cuda' else ''}), {'torch.compile on both, ' if args.compile else ''}"
           f"torch {torch.__version__}; {args.rounds} rounds of {args.steps} steps, real review lengths")
     memory = "peak MiB (cuda)" if device.type == "cuda" else "tensors MiB  process MiB"
@@ -214,7 +223,9 @@ def time_to_bar(runs: Path) -> None:
     for run in record["finetune"]:
         seconds = run["seconds_to_beat_tfidf_valid"]
         past = (f"{seconds:.0f} s (step {run['beats_tfidf_valid_at_step']})" if seconds is not None else
-                f"not beaten in {run['steps']} steps (best valid {max(a for _, a in run['curve']):.1%})")
+                f"not beaten in {run['steps']} steps (best valid {max(a for _, a in run['curve']):.1%})" if run["curve"]
+                else f"ensemble of {len(run.get('members', []))}, valid {run['valid_accuracy']:.1%}, "
+                     f"{run['train_seconds']:.0f} s of training")
         chosen = f", best-valid model {run['best_valid']['test_accuracy']:.1%}" if run.get("best_valid") else ""
         print(f"  {run['name']:<28} {past}; test {run['test_accuracy']:.1%} at the last step{chosen}")
 

@@ -105,3 +105,21 @@ def test_bigrams_join_the_reference_classifier_and_its_padding_still_changes_not
     with torch.no_grad():
         torch.testing.assert_close(model(review), model(padded), rtol=0, atol=1e-5)
     assert isinstance(model, load_impl("reference").classifier.TransformerClassifier)
+
+
+def test_seeds_make_an_ensemble_of_best_valid_members(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    command = ["finetune", "--model", "lstm", "--quick", "--seeds", "2", "--steps", "2", "--eval-every", "1",
+               "--out", str(out), "--no-progress"]
+    assert main(command) == 0
+    folder = out / "finetune-lstm-quick"
+    summary = json.loads((folder / "summary.json").read_text())
+    members = [json.loads((folder / f"seed-{seed}" / "summary.json").read_text()) for seed in (0, 1)]
+    assert [m["seed"] for m in members] == [0, 1] and members[0]["best_valid"] != members[1]["best_valid"]
+    assert [m["valid_accuracy"] for m in summary["members"]] == [m["best_valid"]["valid_accuracy"] for m in members]
+    assert summary["train_seconds"] == pytest.approx(sum(m["train_seconds"] for m in members))
+    assert f"ensemble of 2** | **{summary['valid_accuracy']:.1%}** | **{summary['test_accuracy']:.1%}**" in \
+        capsys.readouterr().out
+    assert main(["evaluate", "--model", "lstm", "--quick", "--out", str(out), "--show", "1"]) == 0
+    assert f"**{summary['test_accuracy']:.1%}**" in capsys.readouterr().out  # the same ensemble, evaluated again
+    assert main(command) == 0 and "resumed from step 2" in capsys.readouterr().out  # finished members: not retrained
+

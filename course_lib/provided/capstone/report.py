@@ -137,7 +137,8 @@ def record_runs(out: Path) -> dict[str, Any]:
     finetune = []
     for path in sorted(out.glob("finetune-*/summary.json")):
         summary = json.loads(path.read_text(encoding="utf-8"))
-        records = read_metrics(path.parent / "metrics.jsonl")
+        metrics = path.parent / "metrics.jsonl"  # an ensemble (--seeds) has none: its members have theirs
+        records = read_metrics(metrics) if metrics.is_file() else []
         step = _first_past(records, tfidf.valid_accuracy) if tfidf else None
         before = pretrain.get(summary.get("pretrained", ""), {}).get("train_seconds_estimated", 0.0)
         seconds = None if step is None else before + summary["train_seconds"] * step / summary["steps"]

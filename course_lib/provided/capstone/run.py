@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+import torch
+
 
 from ..checkpoints import latest_checkpoint
 from ..runtime import pick_device
@@ -29,25 +31,37 @@ from .batching import encode_reviews
 from .data import reviews
 from .models import CLASSIFIERS, ModelUnavailable
 from .report import cached_baselines, comparison_table, plot_runs, record_runs
-from .stages import PRESETS, finetune, make_classifier, pretrain, run_folder, score
+from .ensemble import ensemble_accuracy, finetune_command, member_probabilities
+from .stages import PRESETS, make_classifier, pretrain, run_folder, score
 from .vocab import CharVocab
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
-    folder = run_folder(args, "finetune")
-    found = latest_checkpoint(folder / "checkpoints")
-    if found is None:
-        raise SystemExit(f"no trained model in {folder}: run `course capstone finetune` with the same options first")
-    run = found[1]["settings"]["run"]
-    vocab = CharVocab.load(folder / "vocab.json")
-    model = make_classifier(run, vocab, found[1]["model"].get("embed.keys"))
-    model.load_state_dict(found[1]["model"])
-    corpus, device = reviews(), pick_device(args.device)
-    model.to(device)
-    valid_acc, _, _ = score(model, encode_reviews(corpus.valid, vocab, run["max_len"]), vocab.pad_id, device)
-    test_acc, _, true_prob = score(model, encode_reviews(corpus.test, vocab, run["max_len"]), vocab.pad_id, device)
-    print(f"{found[0]} (step {found[1]['step']})")
-    print(comparison_table(cached_baselines(Path(args.out)), [(folder.name, valid_acc, test_acc)]))
+    """The trained model (its last checkpoint; an ensemble: its members' best-valid models) on valid and test."""
+    folder, corpus, device = run_folder(args, "finetune"), reviews(), pick_device(args.device)
+    members = sorted(path for path in folder.glob("seed-*") if path.is_dir())
+    if members:  # an ensemble (--seeds): the mean of its members' probabilities
+        probabilities = [member_probabilities(path, device) for path in members]
+        accuracy = ensemble_accuracy(probabilities)
+        valid_acc, test_acc, name = accuracy["valid"], accuracy["test"], f"{folder.name}: ensemble of {len(members)}"
+        labels = torch.tensor([review.label for review in corpus.test])
+        mean = torch.stack([p["test"] for p in probabilities]).mean(0)                 # (test, classes)
+        true_prob = mean.gather(1, labels[:, None])[:, 0].tolist()                     # (test,)
+        print(f"{folder}: {len(members)} members, each at its best valid accuracy")
+    else:
+        found = latest_checkpoint(folder / "checkpoints")
+        if found is None:
+            raise SystemExit(f"no trained model in {folder}: run `course capstone finetune` with the same options first")
+        run = found[1]["settings"]["run"]
+        vocab = CharVocab.load(folder / "vocab.json")
+        model = make_classifier(run, vocab, found[1]["model"].get("embed.keys"))
+        model.load_state_dict(found[1]["model"])
+        model.to(device)
+        valid_acc, _, _ = score(model, encode_reviews(corpus.valid, vocab, run["max_len"]), vocab.pad_id, device)
+        test_acc, _, true_prob = score(model, encode_reviews(corpus.test, vocab, run["max_len"]), vocab.pad_id, device)
+        name = folder.name
+        print(f"{found[0]} (step {found[1]['step']})")
+    print(comparison_table(cached_baselines(Path(args.out)), [(name, valid_acc, test_acc)]))
     print(f"\nthe {args.show} test reviews it gets most confidently wrong (label: 0 negative, 1 positive):")
     for index in sorted(range(len(true_prob)), key=true_prob.__getitem__)[: args.show]:
         review = corpus.test[index]
@@ -107,6 +121,8 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--dropout", type=float, help="dropout probability (default: by preset)")
     common.add_argument("--bigrams", type=int, help="transformer: add character-bigram inputs, the pairs seen at least "
                         "N times in the training text (0: off; default: by preset)")
+    common.add_argument("--seeds", type=int, help="fine-tune this many seeds (--seed, --seed + 1, ...) and average "
+                        "their probabilities, an ensemble (default: by preset)")
     common.add_argument("--pretrain-text", choices=["news+reviews", "reviews"],
                         help="pretrain on news + train reviews, or the train reviews only (default: by preset)")
     common.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -126,7 +142,7 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-COMMANDS = {"baselines": baselines_command, "pretrain": pretrain, "finetune": finetune,
+COMMANDS = {"baselines": baselines_command, "pretrain": pretrain, "finetune": finetune_command,
             "evaluate": evaluate_command, "plot": plot_command, "record": record_command}
 
 

@@ -28,13 +28,13 @@ from .vocab import CharVocab, bigram_keys
 PRESETS: dict[str, dict[str, Any]] = {  # steps are optimizer steps; 217 batches of 64 make one epoch of train
     "quick": dict(size="quick", max_len=128, batch_size=64, steps=600, pretrain_steps=400, eval_every=200,
                   warmup=60, lr={"lstm": 2e-3, "transformer": 1e-3}, dropout=0.1, bigrams=0,
-                  pretrain_text="news+reviews"),
+                  pretrain_text="news+reviews", seeds=1),
     "cpu": dict(size="quick", max_len=128, batch_size=64, steps=1200, pretrain_steps=6000, eval_every=100,
                 warmup=60, lr={"lstm": 2e-3, "transformer": 3e-4}, dropout=0.1, bigrams=2,
-                pretrain_text="news+reviews"),
+                pretrain_text="news+reviews", seeds=1),
     "full": dict(size="full", max_len=256, batch_size=128, steps=4000, pretrain_steps=20000, eval_every=500,
                  warmup=400, lr={"lstm": 1e-3, "transformer": 5e-4}, dropout=0.1, bigrams=0,
-                 pretrain_text="news+reviews"),
+                 pretrain_text="news+reviews", seeds=1),
 }
 FOLDER_SUFFIX = {"quick": "-quick", "cpu": "-cpu", "full": ""}
 CPU_THREADS = 1  # the default on a CPU: small models gain little from a second thread, and lose much on shared cores
@@ -66,7 +66,7 @@ def settings(args: argparse.Namespace, stage: str) -> dict[str, Any]:
             "dropout": option("dropout"), "lr": args.lr or preset["lr"].get(args.model, 1e-3),
             "warmup": min(preset["warmup"], steps // 10 + 1), "eval_every": args.eval_every or preset["eval_every"],
             "seed": args.seed, "impl": getattr(args, "impl", "learner"), "bigrams": option("bigrams"),
-            "pretrain_text": option("pretrain_text")}
+            "pretrain_text": option("pretrain_text"), "seeds": option("seeds")}
 
 
 def cpu_threads(args: argparse.Namespace, folder: Path) -> int | None:
@@ -161,8 +161,10 @@ def describe(run: dict[str, Any], device: torch.device) -> str:
     return f"{device}{threads}"
 
 
-def finetune(args: argparse.Namespace) -> int:
-    start, run, folder = time.perf_counter(), settings(args, "finetune"), run_folder(args, "finetune")
+def finetune(args: argparse.Namespace, folder: Path | None = None) -> dict[str, Any] | None:
+    """Fine-tune one classifier into ``folder`` (default: the run folder); its summary (None on ranks other than 0)."""
+    start, run = time.perf_counter(), settings(args, "finetune")
+    folder = folder or run_folder(args, "finetune")
     run["threads"] = cpu_threads(args, folder)
     corpus = reviews()
     if args.pretrained:
@@ -213,7 +215,7 @@ def finetune(args: argparse.Namespace) -> int:
     result = train(model, loss_fn, epoch_batches, train_config(run, args), evaluate=evaluate, out=folder,
                    schedule=warmup_cosine(run["warmup"], run["steps"]), device=args.device, run_config=run)
     if not result.is_main:
-        return 0
+        return None
     device = next(result.model.parameters()).device
     valid_accuracy, _, _ = score(result.model, valid_set, vocab.pad_id, device)
     test_accuracy, _, _ = score(result.model, test_set, vocab.pad_id, device)
@@ -236,7 +238,7 @@ def finetune(args: argparse.Namespace) -> int:
     print(f"{result.train_seconds:.0f} s of training for the whole run ({result.examples_per_second:.0f} examples/s, "
           f"{result.cpu_seconds:.0f} s of CPU), {summary['wall_seconds']:.0f} s for this command{resumed}; "
           f"summary in {folder / 'summary.json'}")
-    return 0
+    return summary
 
 
 def pretrain(args: argparse.Namespace) -> int:
