@@ -29,7 +29,7 @@ PRESETS: dict[str, dict[str, Any]] = {  # steps are optimizer steps; 217 batches
     "quick": dict(size="quick", max_len=128, batch_size=64, steps=600, pretrain_steps=400, eval_every=200,
                   warmup=60, lr={"lstm": 2e-3, "transformer": 1e-3}, dropout=0.1, bigrams=0,
                   pretrain_text="news+reviews", seeds=1),
-    # cpu: the recipe that beat TF-IDF on 2 CPU cores (book/08_capstone.md): bigram inputs, 5 seeds averaged
+    # cpu: the CPU full mode, under an hour on 2 cores (book/08_capstone.md): bigram inputs, 5 seeds averaged
     "cpu": dict(size="quick", max_len=128, batch_size=64, steps=600, pretrain_steps=6000, eval_every=100,
                 warmup=60, lr={"lstm": 2e-3, "transformer": 1e-3}, dropout=0.1, bigrams=5,
                 pretrain_text="news+reviews", seeds=5),
