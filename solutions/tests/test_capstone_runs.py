@@ -54,6 +54,8 @@ def test_threads_are_saved_restored_on_resume_and_another_count_is_refused(out: 
     assert "resumed from step 2" in printed and "2 threads" in printed
     with pytest.raises(ValueError, match=r"threads: saved 2, now 1"):
         main([*command, "--threads", "1"])
+    assert main(["record", "--out", str(out), "--to", str(out / "record.json")]) == 0  # this process: 1 thread
+    assert json.loads((out / "record.json").read_text())["hardware"]["torch_threads"] == 2  # what the run used
 
 
 def test_a_resumed_run_counts_the_whole_run(out: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -148,10 +148,12 @@ def record_runs(out: Path) -> dict[str, Any]:
                          "curve": [(r["step"], r["valid_accuracy"]) for r in records
                                    if r.get("split") == "valid" and "valid_accuracy" in r]})
     cuda = torch.cuda.is_available()
+    used = sorted({run["threads"] for run in finetune if run.get("threads")})  # what the runs trained with
     return {
         "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "hardware": {"machine": platform.machine(), "processor": platform.processor() or platform.machine(),
-                     "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                     "cpu_count": os.cpu_count(),
+                     "torch_threads": used[0] if len(used) == 1 else used or torch.get_num_threads(),
                      "gpu": torch.cuda.get_device_name(0) if cuda else None},
         "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "platform": platform.platform()},
         "baselines": [vars(b) for b in baselines],
