@@ -39,4 +39,16 @@ CASES = [
     Case("h-ffn-4d", 1.0, "ffn", lambda s: ffn_inputs(s, d_model=8, d_ff=16, lead=(2, 3, 4)), seed=9512),
     Case("h-post-ln-causal-mask", 1.0, "forward",
          lambda s: layer_inputs(s, batch=3, seq=6, d_model=16, heads=4, d_ff=32, mask="causal"), seed=9513),
+    # dropout in training mode (the attentions' own silenced: chapter 03 judges it), and the defaults
+    Case("h-training-pre-ln", 1.0, "training",
+         lambda s: {**layer_inputs(s, batch=2, seq=7, d_model=16, heads=4, norm_first=True, mask=True),
+                    "dropout": torch.tensor(0.5)}, seed=9514, about="dropout in a Pre-LN layer, training mode only"),
+    Case("h-training-stack", 1.0, "training",
+         lambda s: {**layer_inputs(s, batch=2, seq=5, layers=2, mask=True), "dropout": torch.tensor(0.2)},
+         seed=9515, about="dropout in every layer of a Post-LN encoder, training mode only"),
+    Case("h-training-ffn-4d", 1.0, "training",
+         lambda s: {**ffn_inputs(s, d_ff=32, lead=(2, 3, 4)), "dropout": torch.tensor(0.6)}, seed=9516,
+         about="the feed-forward network's dropout on any leading axes"),
+    Case("h-defaults", 1.0, "defaults", lambda s: layer_inputs(s, d_model=16, heads=2, d_ff=40), seed=9517,
+         about="the modules' defaults"),
 ]

@@ -32,28 +32,41 @@ class FFNNoReLU(ref.PositionwiseFeedForward):
         return self.linear2(self.dropout(self.linear1(x)))
 
 
+class FFNDropsOutput(ref.PositionwiseFeedForward):
+    """Dropout after linear2 instead of on the hidden units."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(self.linear2(torch.relu(self.linear1(x))))
+
+
 def layer_class(norm: type = ref.LayerNorm, ffn: type = ref.PositionwiseFeedForward, post: str = POST,
-                pre: str = PRE, pass_mask: bool = True) -> type:
+                pre: str = PRE, pass_mask: bool = True, drop: str = "sublayers", attn_dropout: bool = True) -> type:
     """An EncoderLayer with the given parts; ``post`` is what norm_first=False computes, ``pre`` what
     norm_first=True computes: "post", "pre", or the wrong orders "post_norm_then_add" (x + norm(f(x)))
-    and "pre_from_normed" (h = norm(x); h + f(h))."""
+    and "pre_from_normed" (h = norm(x); h + f(h)). ``drop``: "sublayers" (right), "none", "attention_only" or
+    "residual" (the dropout on x + f(x)); ``attn_dropout`` False builds the attention without dropout."""
     class WrongLayer(ref.EncoderLayer):
         def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1,
                      norm_first: bool = False) -> None:
             super().__init__(d_model, num_heads, d_ff, dropout, norm_first)
             self.ffn = ffn(d_model, d_ff, dropout)
             self.norm1, self.norm2 = norm(d_model), norm(d_model)
+            if not attn_dropout:
+                self.self_attn = ref.MultiHeadAttention(d_model, num_heads)
 
         def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
             mask = mask if pass_mask else None
-            attn = lambda h: self.dropout(self.self_attn(h, h, h, mask=mask))  # noqa: E731
-            ffn_ = lambda h: self.dropout(self.ffn(h))  # noqa: E731
+            keep = lambda y: y  # noqa: E731
+            outer = self.dropout if drop in ("sublayers", "attention_only") else keep
+            attn = lambda h: outer(self.self_attn(h, h, h, mask=mask))  # noqa: E731
+            ffn_ = lambda h: (self.dropout if drop == "sublayers" else keep)(self.ffn(h))  # noqa: E731
+            around = self.dropout if drop == "residual" else keep
             form = pre if self.norm_first else post
             for f, n in ((attn, self.norm1), (ffn_, self.norm2)):
                 if form == POST:
-                    x = n(x + f(x))
+                    x = n(around(x + f(x)))
                 elif form == PRE:
-                    x = x + f(n(x))
+                    x = around(x + f(n(x)))
                 elif form == "post_norm_then_add":
                     x = x + n(f(x))
                 else:  # "pre_from_normed"
@@ -101,4 +114,9 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "ffn_no_relu": variant(ffn=FFNNoReLU),
     "mask_not_passed": variant(pass_mask=False),
     "pre_ln_no_final_norm": variant(final_norm=False),
+    "sublayer_dropout_missing": variant(drop="none"),
+    "ffn_sublayer_dropout_missing": variant(drop="attention_only"),
+    "dropout_after_residual": variant(drop="residual"),
+    "ffn_dropout_after_output": variant(ffn=FFNDropsOutput),
+    "attention_dropout_not_given": variant(attn_dropout=False),
 }

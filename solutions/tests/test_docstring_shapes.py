@@ -114,7 +114,7 @@ PLANTED = [  # chapter, the wrong implementation, the cases it must lose (all of
     ("03", {"multihead.MultiHeadAttention": MaskSharedByHeads}, {"h-mask-per-head"}),
     ("03", {"multihead.MultiHeadAttention": SqueezedOutput}, {"h-cross-one-query"}),
     ("05", {"encoder.LayerNorm": RowsLayerNorm}, {"h-norm-one-vector"}),
-    ("05", {"encoder.PositionwiseFeedForward": BatchSeqFeedForward}, {"h-ffn-tokens", "h-ffn-4d"}),
+    ("05", {"encoder.PositionwiseFeedForward": BatchSeqFeedForward}, {"h-ffn-tokens", "h-ffn-4d", "h-training-ffn-4d"}),
     ("05", {"encoder.EncoderLayer": PaddingMaskedLayer}, {"h-post-ln-causal-mask"}),
     ("07", {"seq2seq.LabelSmoothingLoss": BatchSeqLabels}, {"h-distribution-flat-labels", "h-distribution-3d-labels"}),
 ]

@@ -122,11 +122,11 @@ def _load(module: object, what: str, inputs: dict[str, Tensor]) -> nn.Module:
 def _build_layer(impl, inputs: dict[str, Tensor]) -> nn.Module:
     d_model = inputs["x"].shape[-1]
     args = (d_model, int(inputs["num_heads"]), int(inputs["d_ff"]))
-    first = bool(inputs["norm_first"])
+    first, p = bool(inputs["norm_first"]), float(inputs.get("dropout", 0.1))
     if "num_layers" in inputs:
-        return _load(impl.encoder.Encoder(int(inputs["num_layers"]), *args, dropout=0.1, norm_first=first),
+        return _load(impl.encoder.Encoder(int(inputs["num_layers"]), *args, dropout=p, norm_first=first),
                      "Encoder", inputs)
-    return _load(impl.encoder.EncoderLayer(*args, dropout=0.1, norm_first=first), "EncoderLayer", inputs)
+    return _load(impl.encoder.EncoderLayer(*args, dropout=p, norm_first=first), "EncoderLayer", inputs)
 
 
 def _run(module: nn.Module, inputs: dict[str, Tensor]) -> Tensor:
@@ -151,9 +151,58 @@ def norm_init(impl, inputs: dict[str, Tensor]) -> Outputs:
     return out
 
 
+def _build_ffn(impl, inputs: dict[str, Tensor]) -> nn.Module:
+    module = impl.encoder.PositionwiseFeedForward(inputs["x"].shape[-1], int(inputs["d_ff"]),
+                                                  dropout=float(inputs.get("dropout", 0.1)))
+    return _load(module, "PositionwiseFeedForward", inputs)
+
+
 def ffn(impl, inputs: dict[str, Tensor]) -> Outputs:
-    module = impl.encoder.PositionwiseFeedForward(inputs["x"].shape[-1], int(inputs["d_ff"]), dropout=0.1)
-    return {"output": _load(module, "PositionwiseFeedForward", inputs)(inputs["x"])}
+    return {"output": _build_ffn(impl, inputs)(inputs["x"])}
+
+
+def silence_attention(module: nn.Module) -> Tensor:
+    """The dropout of every attention in ``module`` (members ending in ``_attn``, in order), then set to 0 there:
+    attention dropout is chapter 03's (judged there); without it, the only draws left are the layer's own
+    nn.Dropout calls, whose order the formulas fix, so that a seeded training pass can be compared with the
+    reference's. (0-d tensors of the rates; NaN where an attention keeps no ``dropout``.)"""
+    rates = []
+    for name, sub in module.named_modules():
+        if name.endswith("_attn"):
+            rates.append(float(getattr(sub, "dropout", float("nan"))))
+            sub.dropout = 0.0
+    return torch.tensor(rates, dtype=torch.float64)
+
+
+def training(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """Built with the case's dropout: evaluation mode, then the attentions' dropout read and silenced
+    (``silence_attention``) and training mode on a seeded generator, both compared with the reference's."""
+    module = _build_layer(impl, inputs) if "num_heads" in inputs else _build_ffn(impl, inputs)
+    with torch.no_grad():
+        output = _run(module, inputs)
+        rates = silence_attention(module)
+        torch.manual_seed(5)
+        training_output = _run(module.train(), inputs)
+    return {"output": output, "attention_dropout": rates, "training_output": training_output}
+
+
+def defaults(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """The modules built with their defaults: every dropout probability (0.1) and norm_first (False)."""
+    d_model, heads, d_ff = inputs["x"].shape[-1], int(inputs["num_heads"]), int(inputs["d_ff"])
+    enc = impl.encoder
+    out = {}
+    for what, module in (("ffn", enc.PositionwiseFeedForward(d_model, d_ff)), ("layer", enc.EncoderLayer(d_model, heads, d_ff)),
+                         ("encoder", enc.Encoder(1, d_model, heads, d_ff))):
+        for name, sub in module.named_modules():
+            if isinstance(sub, nn.Dropout):
+                out[f"{what}: {name}.p"] = torch.tensor(sub.p, dtype=torch.float64)
+            if name.endswith("self_attn"):
+                out[f"{what}: {name}.dropout"] = torch.tensor(float(getattr(sub, "dropout", float("nan"))),
+                                                              dtype=torch.float64)
+            if hasattr(sub, "norm_first"):
+                out[f"{what}: {name}.norm_first"] = torch.tensor(bool(sub.norm_first))
+        out[f"{what}: has a final norm"] = torch.tensor(getattr(module, "norm", None) is not None)
+    return out
 
 
 def forward(impl, inputs: dict[str, Tensor]) -> Outputs:
@@ -178,9 +227,10 @@ def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
     return grads
 
 
-PROBES = {"norm": norm, "norm_init": norm_init, "ffn": ffn, "forward": forward, "gradients": gradients}
+PROBES = {"norm": norm, "norm_init": norm_init, "ffn": ffn, "forward": forward, "gradients": gradients,
+          "training": training, "defaults": defaults}
 
-# ---------------------------------------------------------------- the public cases (12 points)
+# ---------------------------------------------------------------- the public cases (14 points)
 # PyTorch's ready-made counterparts of this chapter's components (fnmatch patterns on the parts of a name);
 # your own chapter 03 MultiHeadAttention (from .multihead import ...) is not one of them.
 READY_MADE = {"encoder.py": ["LayerNorm", "layer_norm", "native_layer_norm", "Transformer*", "MultiheadAttention",
@@ -221,6 +271,17 @@ CASES = [
     Case("float64 in, float64 out", 0.5, "forward",
          lambda s: layer_inputs(s, norm_first=True, mask=True, dtype=torch.float64), seed=513,
          about="the dtype of the inputs is kept", rtol=1e-7, atol=1e-9),
+    Case("feed-forward dropout after the ReLU, training mode only", 0.5, "training",
+         lambda s: {**ffn_inputs(s, batch=3, seq=6, d_ff=48), "dropout": torch.tensor(0.4)}, seed=514,
+         about="dropout 0.4 on the hidden units, between the ReLU and linear2, in training mode (seeded: the "
+               "reference's values); none in evaluation mode"),
+    Case("encoder layer dropout, Post-LN, training mode only", 1.0, "training",
+         lambda s: {**layer_inputs(s, batch=3, seq=6, mask=True), "dropout": torch.tensor(0.3)}, seed=515,
+         about="dropout 0.3 on each sublayer's output before its residual sum and inside the FFN, and given to "
+               "the self-attention (its own dropout is chapter 03's: set to 0 here, then a seeded training pass "
+               "is compared with the reference's); none in evaluation mode"),
+    Case("defaults: dropout 0.1, Post-LN", 0.5, "defaults", lambda s: layer_inputs(s), seed=516,
+         about="PositionwiseFeedForward, EncoderLayer and Encoder built with their defaults"),
     ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made layer norm, encoder layer or attention "
                                            "(read from the source, not run)"),
 ]
@@ -248,6 +309,17 @@ MISTAKES = {
                    "compute linear2(dropout(relu(linear1(x)))).",
     "mask_not_passed": "The padding mask does not reach the self-attention, so real tokens attend to padding: "
                        "call self.self_attn(x, x, x, mask=mask) (and in Encoder, give the mask to every layer).",
+    "sublayer_dropout_missing": "The sublayers' outputs are not dropped in training mode: apply self.dropout to "
+                                "each sublayer's output before its residual sum, x + self.dropout(sublayer(...)).",
+    "ffn_sublayer_dropout_missing": "The feed-forward sublayer's output is not dropped (the attention's is): "
+                                    "x + self.dropout(self.ffn(...)), as for the attention.",
+    "dropout_after_residual": "Dropout is applied to the residual sum, dropout(x + sublayer(x)), so it drops the "
+                              "input x too: drop the sublayer's output only, x + dropout(sublayer(x)).",
+    "ffn_dropout_after_output": "The feed-forward network drops its output instead of its hidden units: the "
+                                "dropout goes between the ReLU and linear2, linear2(dropout(relu(linear1(x)))).",
+    "attention_dropout_not_given": "The self-attention is built without the layer's dropout: "
+                                   "MultiHeadAttention(d_model, num_heads, dropout), so that attention weights are "
+                                   "dropped in training too.",
     "pre_ln_no_final_norm": "The Pre-LN encoder does not apply its final norm: after the last layer, return "
                             "self.norm(x) when norm_first=True (Post-LN layers already end with a norm).",
 }
