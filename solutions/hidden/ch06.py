@@ -40,4 +40,12 @@ CASES = [
          seed=9610, **_spec.NO_LEAK),
     Case("h-transformer-float64", 1.0, "model", lambda s: model_inputs(s, dtype=torch.float64), seed=9611,
          rtol=1e-7, atol=1e-9),
+    # dropout in training mode (the attentions' own silenced: chapter 03 judges it); a layer called without masks
+    Case("h-training-pre-ln-stack", 1.0, "training",
+         lambda s: {**decoder_inputs(s, batch=2, tgt_seq=5, src_seq=6, layers=2, norm_first=True, tgt_mask="target",
+                                     memory_mask=True), "dropout": torch.tensor(0.5)}, seed=9612,
+         about="dropout in every layer of a Pre-LN decoder, training mode only"),
+    Case("h-no-masks", 1.0, "decoder",
+         lambda s: decoder_inputs(s, batch=2, tgt_seq=4, src_seq=5, tgt_mask=None, memory_mask=False), seed=9613,
+         about="a decoder layer called with tgt_mask=None and memory_mask=None"),
 ]

@@ -21,6 +21,22 @@ def causal_without_diagonal(n: int, device: torch.device | str | None = None) ->
     return torch.tril(torch.ones(n, n, dtype=torch.bool, device=device), diagonal=-1)
 
 
+def causal_upper(n: int, device: torch.device | str | None = None) -> Tensor:
+    return torch.triu(torch.ones(n, n, dtype=torch.bool, device=device))
+
+
+def causal_not_tril(n: int, device: torch.device | str | None = None) -> Tensor:
+    return ~torch.tril(torch.ones(n, n, dtype=torch.bool, device=device))
+
+
+def causal_one_ahead(n: int, device: torch.device | str | None = None) -> Tensor:
+    return torch.tril(torch.ones(n, n, dtype=torch.bool, device=device), diagonal=1)
+
+
+def padding_inverted(tokens: Tensor, pad_id: int) -> Tensor:
+    return (tokens == pad_id)[:, None, None, :]
+
+
 def padding_on_queries(tokens: Tensor, pad_id: int) -> Tensor:
     return (tokens != pad_id)[:, None, :, None]  # (batch, 1, seq, 1): the queries, not the keys
 
@@ -31,7 +47,8 @@ def target_class(padding: Callable = ref_masks.padding_mask, causal: Callable = 
     return target_mask
 
 
-def layer_class(self_mask: bool = True, pass_memory_mask: bool = True, q_from_memory: bool = False) -> type:
+def layer_class(self_mask: bool = True, pass_memory_mask: bool = True, q_from_memory: bool = False,
+                drop_cross: bool = True) -> type:
     """A DecoderLayer that drops the self-attention mask, the memory mask, or takes the cross-attention's
     queries from memory (and keys and values from the decoder)."""
     class WrongLayer(ref.DecoderLayer):
@@ -45,13 +62,16 @@ def layer_class(self_mask: bool = True, pass_memory_mask: bool = True, q_from_me
                     return self.cross_attn(memory, h, h, mask=mem)
                 return self.cross_attn(h, memory, memory, mask=mem)
 
+            def drop(y: Tensor) -> Tensor:  # the cross-attention sublayer's dropout, or none
+                return self.dropout(y) if drop_cross else y
+
             if self.norm_first:
                 h = self.norm1(x)
                 x = x + self.dropout(self.self_attn(h, h, h, mask=tgt))
-                x = x + self.dropout(cross(self.norm2(x)))
+                x = x + drop(cross(self.norm2(x)))
                 return x + self.dropout(self.ffn(self.norm3(x)))
             x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask=tgt)))
-            x = self.norm2(x + self.dropout(cross(x)))
+            x = self.norm2(x + drop(cross(x)))
             return self.norm3(x + self.dropout(self.ffn(x)))
     return WrongLayer
 
@@ -66,7 +86,8 @@ def decoder_class(layer: type) -> type:
 
 
 def transformer_class(decoder: type = ref.Decoder, padding: Callable = ref_masks.padding_mask,
-                      target: Callable = ref_masks.target_mask, softmax: bool = False, copy_tie: bool = False) -> type:
+                      target: Callable = ref_masks.target_mask, softmax: bool = False, copy_tie: bool = False,
+                      tie_src: bool = False) -> type:
     class WrongTransformer(ref_tf.Transformer):
         def __init__(self, config: ref_tf.TransformerConfig) -> None:
             super().__init__(config)
@@ -74,6 +95,9 @@ def transformer_class(decoder: type = ref.Decoder, padding: Callable = ref_masks
             self.decoder = decoder(c.num_layers, c.d_model, c.num_heads, c.d_ff, c.dropout, c.norm_first)
             if copy_tie and c.tie_embeddings:
                 self.generator.weight = nn.Parameter(self.tgt_embed.embedding.weight.detach().clone())
+            if tie_src and c.tie_embeddings:
+                self.generator = nn.Linear(c.d_model, c.src_vocab)
+                self.generator.weight = self.src_embed.embedding.weight
 
         def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
             src_mask, tgt_mask = padding(src, self.config.pad_id), target(tgt, self.config.pad_id)
@@ -103,4 +127,10 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "cross_attn_q_from_encoder": layer_variant(q_from_memory=True),
     "softmax_logits": {"transformer.Transformer": transformer_class(softmax=True)},
     "tie_copies_weights": {"transformer.Transformer": transformer_class(copy_tie=True)},
+    "causal_upper": masks_variant(causal=causal_upper),
+    "causal_not_tril": masks_variant(causal=causal_not_tril),
+    "causal_one_ahead": masks_variant(causal=causal_one_ahead),
+    "padding_mask_inverted": masks_variant(padding=padding_inverted),
+    "decoder_sublayer_dropout_missing": layer_variant(drop_cross=False),
+    "generator_tied_to_src": {"transformer.Transformer": transformer_class(tie_src=True)},
 }

@@ -8,6 +8,8 @@ shapes. Expected outputs come from the reference (tests/reference/ch05.pt).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 from torch import Tensor, nn
 
@@ -174,35 +176,46 @@ def silence_attention(module: nn.Module) -> Tensor:
     return torch.tensor(rates, dtype=torch.float64)
 
 
-def training(impl, inputs: dict[str, Tensor]) -> Outputs:
-    """Built with the case's dropout: evaluation mode, then the attentions' dropout read and silenced
-    (``silence_attention``) and training mode on a seeded generator, both compared with the reference's."""
-    module = _build_layer(impl, inputs) if "num_heads" in inputs else _build_ffn(impl, inputs)
+def seeded_training(module: nn.Module, run: Callable[[nn.Module], Tensor]) -> Outputs:
+    """``run(module)`` in evaluation mode, then the attentions' dropout read and silenced (``silence_attention``)
+    and ``run(module)`` in training mode on a seeded generator: compared with the reference's (chapter 06 too)."""
     with torch.no_grad():
-        output = _run(module, inputs)
+        output = run(module)
         rates = silence_attention(module)
         torch.manual_seed(5)
-        training_output = _run(module.train(), inputs)
+        training_output = run(module.train())
     return {"output": output, "attention_dropout": rates, "training_output": training_output}
 
 
-def defaults(impl, inputs: dict[str, Tensor]) -> Outputs:
-    """The modules built with their defaults: every dropout probability (0.1) and norm_first (False)."""
-    d_model, heads, d_ff = inputs["x"].shape[-1], int(inputs["num_heads"]), int(inputs["d_ff"])
-    enc = impl.encoder
+def training(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """A layer, an encoder or an FFN built with the case's dropout, run by ``seeded_training``."""
+    module = _build_layer(impl, inputs) if "num_heads" in inputs else _build_ffn(impl, inputs)
+    return seeded_training(module, lambda m: _run(m, inputs))
+
+
+def settings(modules: dict[str, nn.Module]) -> Outputs:
+    """Every dropout probability (nn.Dropout's p, an attention's dropout), norm_first and whether a final norm
+    exists, of modules built with their defaults ({label: module}); chapter 06 uses it too."""
     out = {}
-    for what, module in (("ffn", enc.PositionwiseFeedForward(d_model, d_ff)), ("layer", enc.EncoderLayer(d_model, heads, d_ff)),
-                         ("encoder", enc.Encoder(1, d_model, heads, d_ff))):
+    for what, module in modules.items():
         for name, sub in module.named_modules():
             if isinstance(sub, nn.Dropout):
                 out[f"{what}: {name}.p"] = torch.tensor(sub.p, dtype=torch.float64)
-            if name.endswith("self_attn"):
+            if name.endswith("_attn"):
                 out[f"{what}: {name}.dropout"] = torch.tensor(float(getattr(sub, "dropout", float("nan"))),
                                                               dtype=torch.float64)
             if hasattr(sub, "norm_first"):
                 out[f"{what}: {name}.norm_first"] = torch.tensor(bool(sub.norm_first))
         out[f"{what}: has a final norm"] = torch.tensor(getattr(module, "norm", None) is not None)
     return out
+
+
+def defaults(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """The modules built with their defaults: every dropout probability (0.1) and norm_first (False)."""
+    d_model, heads, d_ff = inputs["x"].shape[-1], int(inputs["num_heads"]), int(inputs["d_ff"])
+    enc = impl.encoder
+    return settings({"ffn": enc.PositionwiseFeedForward(d_model, d_ff), "layer": enc.EncoderLayer(d_model, heads, d_ff),
+                     "encoder": enc.Encoder(1, d_model, heads, d_ff)})
 
 
 def forward(impl, inputs: dict[str, Tensor]) -> Outputs:

@@ -145,7 +145,10 @@ def padding(impl, inputs: dict[str, Tensor]) -> Outputs:
 
 
 def causal(impl, inputs: dict[str, Tensor]) -> Outputs:
-    return {"mask": impl.masks.causal_mask(int(inputs["n"]), device="cpu")}
+    """causal_mask(n, device="cpu"), and causal_mask(n) with its default device, the CPU."""
+    default = impl.masks.causal_mask(int(inputs["n"]))
+    return {"mask": impl.masks.causal_mask(int(inputs["n"]), device="cpu"), "mask_default_device": default,
+            "default_device_is_cpu": torch.tensor(getattr(getattr(default, "device", None), "type", "") in ("cpu",))}
 
 
 def target(impl, inputs: dict[str, Tensor]) -> Outputs:
@@ -156,10 +159,11 @@ def _build_decoder(impl, inputs: dict[str, Tensor]) -> nn.Module:
     d_model = inputs["x"].shape[-1]
     args = (d_model, int(inputs["num_heads"]), int(inputs["d_ff"]))
     first = bool(inputs["norm_first"])
+    p = float(inputs.get("dropout", 0.1))
     if "num_layers" in inputs:
-        module = impl.decoder.Decoder(int(inputs["num_layers"]), *args, dropout=0.1, norm_first=first)
+        module = impl.decoder.Decoder(int(inputs["num_layers"]), *args, dropout=p, norm_first=first)
         return _load(module, "Decoder", inputs, inputs["x"].dtype)
-    module = impl.decoder.DecoderLayer(*args, dropout=0.1, norm_first=first)
+    module = impl.decoder.DecoderLayer(*args, dropout=p, norm_first=first)
     return _load(module, "DecoderLayer", inputs, inputs["x"].dtype)
 
 
@@ -170,6 +174,12 @@ def _decode(module: nn.Module, inputs: dict[str, Tensor]) -> Tensor:
 
 def decoder_forward(impl, inputs: dict[str, Tensor]) -> Outputs:
     return {"output": _decode(_build_decoder(impl, inputs), inputs)}
+
+
+def decoder_training(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """Built with the case's dropout, run by chapter 05's ``seeded_training`` (both attentions' dropout read,
+    then silenced)."""
+    return _ch05.seeded_training(_build_decoder(impl, inputs), lambda m: _decode(m, inputs))
 
 
 def decoder_gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
@@ -240,13 +250,35 @@ def model_config(impl, inputs: dict[str, Tensor]) -> Outputs:
     out["generator_is_tgt_embed"] = torch.tensor(model.generator.weight is model.tgt_embed.embedding.weight)
     out["src_embed_is_tgt_embed"] = torch.tensor(model.src_embed.embedding.weight is model.tgt_embed.embedding.weight)
     out["num_parameters"] = torch.tensor(sum(p.numel() for p in model.parameters()))
+    two = tf.Transformer(tf.TransformerConfig(vocab, vocab + 2, d_model=d_model, num_heads=2, d_ff=16, num_layers=1,
+                                              tie_embeddings=True))
+    out["two_vocabularies: generator_is_tgt_embed"] = torch.tensor(two.generator.weight is two.tgt_embed.embedding.weight)
+    # base(src, tgt) shares only equal vocabularies, however the sizes compare; sharing two raises ValueError
+    out["base(larger src).share_embeddings"] = torch.tensor(bool(tf.TransformerConfig.base(vocab + 1, vocab).share_embeddings))
+    out["base(equal, computed).share_embeddings"] = torch.tensor(bool(tf.TransformerConfig.base(
+        int(inputs["vocab"]) * 1000, vocab * 1000).share_embeddings))
+    for name, (src, tgt) in {"smaller src": (vocab, vocab + 1), "larger src": (vocab + 1, vocab),
+                             "equal, computed": (int(inputs["vocab"]) * 1000, vocab * 1000)}.items():
+        raised: BaseException | None = None
+        try:
+            tf.Transformer(tf.TransformerConfig(src, tgt, d_model=d_model, num_heads=2, d_ff=8, num_layers=0,
+                                                share_embeddings=True))
+        except Exception as exc:  # noqa: BLE001 - which exception it is, is what is checked
+            raised = exc
+        out[f"share_embeddings, {name}: raises ValueError"] = torch.tensor(isinstance(raised, ValueError))
+    plain = tf.TransformerConfig(vocab, vocab)  # the dataclass's defaults: the base sizes, pad_id 0, Post-LN, untied
+    out.update({f"defaults.{k}": torch.tensor(float(getattr(plain, k)), dtype=torch.float64) for k in (
+        "d_model", "num_heads", "d_ff", "num_layers", "dropout", "max_len", "pad_id", "norm_first", "tie_embeddings",
+        "share_embeddings")})
+    dec = impl.decoder
+    out.update(_ch05.settings({"decoder layer": dec.DecoderLayer(d_model, 2, 16), "decoder": dec.Decoder(1, d_model, 2, 16)}))
     return out
 
 
 PROBES = {"padding": padding, "causal": causal, "target": target, "decoder": decoder_forward,
-          "gradients": decoder_gradients, "model": model_forward, "future": future_leak, "config": model_config}
+          "training": decoder_training, "gradients": decoder_gradients, "model": model_forward, "future": future_leak, "config": model_config}
 
-# ---------------------------------------------------------------- the public cases (15.5 points)
+# ---------------------------------------------------------------- the public cases (16.5 points)
 # PyTorch's ready-made counterparts of this chapter's components (fnmatch patterns on the parts of a name).
 # masks.py may use anything (torch.tril, nn.Transformer.generate_square_subsequent_mask): that is how a
 # mask is made. Your own earlier chapters (from .encoder import ...) are not ready-mades.
@@ -308,13 +340,20 @@ CASES = [
     Case("no future leak", 1.0, "future", lambda s: leak_inputs(s, tgt_seq=6, pad_id=2), seed=614, **NO_LEAK,
          about="change target token 3: the logits at positions 0, 1, 2 must not change (pad_id 2)",
          hint="Changing a later target token changed earlier outputs: the decoder's self-attention must use "
-              "target_mask(tgt, pad_id), which hides the keys ahead of each query.", hint_if_raises=MODEL_HINT),
+              "target_mask(tgt, pad_id), which hides the keys ahead of each query.", hint_on=("earlier_change",),
+         hint_if_raises=MODEL_HINT),
     Case("base configuration and weight tying", 1.0, "config", lambda s: config_inputs(s), seed=615,
          about="TransformerConfig.base: 512, 8 heads, 2048, 6 layers, dropout 0.1, tied; generator.weight is "
                "tgt_embed.embedding.weight (one Parameter)",
          hint="base(src_vocab, tgt_vocab) is the paper's model (Table 3, section 3.4): tie_embeddings=True, and "
               "share_embeddings only when the two vocabularies are one (src_vocab == tgt_vocab); tying assigns "
               "the Parameter itself to the generator's weight (the target embedding's weight), not a copy."),
+    Case("decoder layer dropout, training mode only", 1.0, "training",
+         lambda s: {**decoder_inputs(s, batch=3, tgt_seq=6, tgt_mask="target", memory_mask=True),
+                    "dropout": torch.tensor(0.3)}, seed=616, hint_if_raises=CROSS_HINT,
+         about="dropout 0.3 on each of the three sublayers' outputs before its residual sum, and given to both "
+               "attentions (theirs set to 0, then a seeded training pass: the reference's values); none in "
+               "evaluation mode"),
     ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made decoder, transformer, attention or layer norm "
                                            "(read from the source, not run); masks.py may use torch.tril"),
 ]
@@ -324,6 +363,20 @@ MISTAKES = {
     "causal_off_by_one": "The causal mask leaves out the diagonal, so a position cannot attend to itself (and the "
                          "first one to nothing): query i may attend to keys 0 .. i, itself included; use "
                          "torch.tril(torch.ones(n, n, dtype=torch.bool)) (diagonal=0), not diagonal=-1 or ~triu.",
+    "causal_upper": "The causal mask is upper-triangular (torch.triu): each position sees the positions after it "
+                    "and not those before. Query i may attend to keys 0 .. i: torch.tril(torch.ones(n, n, "
+                    "dtype=torch.bool)).",
+    "causal_not_tril": "The causal mask is ~tril (or triu with diagonal=1): it marks the future, the keys to hide, "
+                       "where the course's masks mark what may be attended (True = may attend): use tril itself.",
+    "causal_one_ahead": "The causal mask lets each position see one token ahead (tril with diagonal=1): keep "
+                        "diagonal=0, so that query i sees keys 0 .. i only.",
+    "padding_mask_inverted": "The padding mask is inverted: True must mark a real token (tokens != pad_id), which "
+                             "may be attended to; padding is False.",
+    "decoder_sublayer_dropout_missing": "The cross-attention sublayer's output is not dropped: each of the three "
+                                        "sublayers is x + self.dropout(sublayer(...)) (norm3 for the FFN).",
+    "generator_tied_to_src": "The generator is tied to the source embedding: it predicts target tokens, so its "
+                             "weight is the target embedding's, tgt_embed.embedding.weight (they differ when the "
+                             "vocabularies differ).",
     "padding_on_queries": "The padding mask is on the queries, (batch, 1, seq, 1), so padded rows are masked instead "
                           "of padded keys: it must be (batch, 1, 1, seq), keep[:, None, None, :], so that no query "
                           "attends to a padded key.",
