@@ -17,20 +17,17 @@ from course_ref import masks as ref_masks
 from course_ref import transformer as ref_tf
 
 
-def causal_without_diagonal(n: int, device: torch.device | str | None = None) -> Tensor:
-    return torch.tril(torch.ones(n, n, dtype=torch.bool, device=device), diagonal=-1)
+def causal_from(shape: Callable[[Tensor], Tensor]) -> Callable:
+    """A causal_mask(n, device) that gives ``shape(ones(n, n))`` instead of its lower triangle."""
+    def causal_mask(n: int, device: torch.device | str | None = None) -> Tensor:
+        return shape(torch.ones(n, n, dtype=torch.bool, device=device))  # (n, n)
+    return causal_mask
 
 
-def causal_upper(n: int, device: torch.device | str | None = None) -> Tensor:
-    return torch.triu(torch.ones(n, n, dtype=torch.bool, device=device))
-
-
-def causal_not_tril(n: int, device: torch.device | str | None = None) -> Tensor:
-    return ~torch.tril(torch.ones(n, n, dtype=torch.bool, device=device))
-
-
-def causal_one_ahead(n: int, device: torch.device | str | None = None) -> Tensor:
-    return torch.tril(torch.ones(n, n, dtype=torch.bool, device=device), diagonal=1)
+causal_without_diagonal = causal_from(lambda ones: torch.tril(ones, diagonal=-1))
+causal_upper = causal_from(torch.triu)
+causal_not_tril = causal_from(lambda ones: ~torch.tril(ones))
+causal_one_ahead = causal_from(lambda ones: torch.tril(ones, diagonal=1))
 
 
 def padding_inverted(tokens: Tensor, pad_id: int) -> Tensor:
