@@ -39,4 +39,9 @@ CASES = [
     # every shape the docstring promises: target_distribution takes labels of any shape (...), not only (batch, seq)
     Case("h-distribution-flat-labels", 1.0, "distribution", lambda s: label_inputs(s, (24,), pad=3), seed=9711),
     Case("h-distribution-3d-labels", 1.0, "distribution", lambda s: label_inputs(s, (2, 2, 6), vocab=7), seed=9712),
+    Case("h-loss-one-label-float64", 1.0, "loss",
+         lambda s: loss_inputs(s, batch=3, seq=1, padding_rows=2, dtype=torch.float64), seed=9713,
+         rtol=1e-7, atol=1e-9, about="a batch with a single real label, in float64"),
+    Case("h-defaults", 1.0, "defaults", lambda s: loss_inputs(s, batch=2, seq=5, vocab=17, pad=3), seed=9714,
+         rtol=1e-6, atol=1e-9, about="the loss's default smoothing and the schedule's default warmup"),
 ]

@@ -37,6 +37,16 @@ class PaddingCounted(ref.LabelSmoothingLoss):
         return -(self.target_distribution(target, log_p.dtype) * log_p).sum(dim=-1).mean()
 
 
+class KullbackLeibler(ref.LabelSmoothingLoss):
+    """KL(q || p) = sum q (log q - log p) per real label (The Annotated Transformer's KLDivLoss), averaged."""
+
+    def forward(self, logits: Tensor, target: Tensor) -> Tensor:
+        log_p = logits.log_softmax(dim=-1)
+        q = self.target_distribution(target, log_p.dtype)
+        per_token = torch.xlogy(q, q).sum(-1) - (q * log_p).sum(-1)
+        return per_token.sum() / (target != self.pad_id).sum().clamp(min=1)
+
+
 def schedule_from_zero(step: int, d_model: int, warmup: int = 4000) -> float:
     """The paper's formula with the harness's step 0 as the paper's step: 0 at the first update."""
     return d_model ** -0.5 * min(step ** -0.5 if step else math.inf, step * warmup ** -1.5)
@@ -59,6 +69,20 @@ def decode_past_eos(model, src: Tensor, max_len: int, bos_id: int, eos_id: int, 
     return ys[:, 1:]
 
 
+@torch.no_grad()
+def decode_until_first_eos(model, src: Tensor, max_len: int, bos_id: int, eos_id: int, pad_id: int) -> Tensor:
+    """Stops the whole batch when the first sequence produces EOS."""
+    src_mask = padding_mask(src, pad_id)
+    memory = model.encode(src, src_mask)
+    ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
+    for _ in range(max_len):
+        hidden = model.decode(ys, memory, src_mask, target_mask(ys, pad_id))
+        ys = torch.cat([ys, model.generator(hidden[:, -1]).argmax(dim=-1)[:, None]], dim=1)
+        if int(ys[0, -1]) == eos_id:
+            break
+    return ys[:, 1:]
+
+
 VARIANTS: dict[str, dict[str, Callable]] = {
     "targets_not_shifted": {"seq2seq.shift_right": not_shifted},
     "smoothing_on_padding": {"seq2seq.LabelSmoothingLoss": SmoothingOnPadding},
@@ -66,4 +90,6 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "schedule_zero_at_start": {"seq2seq.noam_schedule": schedule_from_zero},
     "schedule_without_scale": {"seq2seq.noam_schedule": schedule_without_scale},
     "decode_ignores_eos": {"seq2seq.greedy_decode": decode_past_eos},
+    "kl_instead_of_cross_entropy": {"seq2seq.LabelSmoothingLoss": KullbackLeibler},
+    "decode_stops_at_first_eos": {"seq2seq.greedy_decode": decode_until_first_eos},
 }

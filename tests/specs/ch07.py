@@ -218,11 +218,19 @@ def teacher_forcing(impl, inputs: dict[str, Tensor]) -> Outputs:
     return {"loss": value}
 
 
+def defaults(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """The loss with its default smoothing (0.1) and the schedule with its default warmup (4000)."""
+    criterion = impl.seq2seq.LabelSmoothingLoss(int(inputs["vocab_size"]), int(inputs["pad_id"]))
+    steps = (0, 999, 3999, 4000, 20000)
+    return {"loss": criterion(inputs["logits"], inputs["target"]),
+            "factor": torch.tensor([float(impl.seq2seq.noam_schedule(k, 512)) for k in steps], dtype=torch.float64)}
+
+
 PROBES = {"shift": shift, "distribution": distribution, "loss": loss, "schedule": schedule,
           "harness": harness_schedule, "successor": decode_successor, "transformer": decode_transformer,
-          "teacher": teacher_forcing}
+          "teacher": teacher_forcing, "defaults": defaults}
 
-# ---------------------------------------------------------------- the public cases (13 points)
+# ---------------------------------------------------------------- the public cases (14 points)
 # PyTorch's ready-made label-smoothed loss (F.cross_entropy(..., label_smoothing=)) gives no points for the
 # loss, and the model is chapter 06's (yours), never PyTorch's. Your own earlier chapters are not ready-mades.
 READY_MADE = {"seq2seq.py": ["cross_entropy", "CrossEntropyLoss", "Transformer", "TransformerDecoder*",
@@ -262,6 +270,9 @@ CASES = [
          hint_if_raises=LOSS_HINT),
     Case("float64 logits, float64 loss", 0.5, "loss", lambda s: loss_inputs(s, dtype=torch.float64, smoothing=0.2),
          seed=707, about="the loss keeps the logits' dtype", rtol=1e-7, atol=1e-9, hint_if_raises=LOSS_HINT),
+    Case("a single real label", 0.5, "loss", lambda s: loss_inputs(s, batch=2, seq=1, padding_rows=1), seed=714,
+         about="one label in the batch (the other row is padding): the mean over one label is that label's loss",
+         hint_if_raises=LOSS_HINT),
     Case("noam_schedule at the paper's settings", 1.0, "schedule", lambda s: schedule_inputs(s), seed=708,
          about="d_model 512, warmup 4000, steps 0 .. 99999 counted from 0: rises to 512^-0.5 4000^-0.5 at step "
                "3999, never 0", rtol=1e-6, atol=1e-12),
@@ -281,6 +292,9 @@ CASES = [
     Case("teacher forcing: a Transformer's loss on shift_right(target)", 1.0, "teacher", lambda s: model_inputs(s),
          seed=713, about="LabelSmoothingLoss(model(src, shift_right(tgt, 1, 0)), tgt) with eps 0.1",
          hint_if_raises=LOSS_HINT),
+    Case("defaults: smoothing 0.1, warmup 4000", 0.5, "defaults", lambda s: loss_inputs(s), seed=715,
+         about="LabelSmoothingLoss(vocab_size, pad_id) smooths by 0.1; noam_schedule(step, 512) warms up for 4000 "
+               "steps", rtol=1e-6, atol=1e-9, hint_if_raises=LOSS_HINT),
     ready_made_case(READY_MADE, 0.5, about="no F.cross_entropy(label_smoothing=...) nor PyTorch's Transformer "
                                            "(read from the source, not run)"),
 ]
@@ -303,6 +317,13 @@ MISTAKES = {
     "schedule_without_scale": "The schedule leaves out the factor d_model^-0.5, so its peak is warmup^-0.5 instead of "
                               "(d_model * warmup)^-0.5 (22.6 times too large at d_model 512): multiply by "
                               "d_model ** -0.5.",
+    "kl_instead_of_cross_entropy": "The loss is the KL divergence KL(q || p) = sum q (log q - log p), not the "
+                                   "cross-entropy -sum q log p: the two differ by the entropy of q (the same "
+                                   "gradients, another value). Return -(q * log_softmax(logits)).sum(-1), averaged "
+                                   "over the real labels.",
+    "decode_stops_at_first_eos": "Decoding stops as soon as one sequence (the first) produces EOS: the others are "
+                                 "cut short. Keep a flag per sequence and stop when every sequence has its EOS, or at "
+                                 "max_len.",
     "decode_ignores_eos": "Decoding goes on after EOS: a sequence is finished at its first EOS; after it, append "
                           "pad_id, and stop the loop once every sequence has its EOS (or at max_len).",
 }
