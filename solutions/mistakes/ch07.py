@@ -57,30 +57,24 @@ def schedule_without_scale(step: int, d_model: int, warmup: int = 4000) -> float
     return min(n ** -0.5, n * warmup ** -1.5)
 
 
-@torch.no_grad()
-def decode_past_eos(model, src: Tensor, max_len: int, bos_id: int, eos_id: int, pad_id: int) -> Tensor:
-    """Always max_len tokens, EOS treated like any other token."""
-    src_mask = padding_mask(src, pad_id)
-    memory = model.encode(src, src_mask)
-    ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
-    for _ in range(max_len):
-        hidden = model.decode(ys, memory, src_mask, target_mask(ys, pad_id))
-        ys = torch.cat([ys, model.generator(hidden[:, -1]).argmax(dim=-1)[:, None]], dim=1)
-    return ys[:, 1:]
+def decode_until(stop: Callable[[Tensor, int], bool]) -> Callable:
+    """A greedy_decode that never pads after EOS and stops when ``stop(ys, eos_id)`` (or at max_len)."""
+    @torch.no_grad()
+    def greedy_decode(model, src: Tensor, max_len: int, bos_id: int, eos_id: int, pad_id: int) -> Tensor:
+        src_mask = padding_mask(src, pad_id)
+        memory = model.encode(src, src_mask)
+        ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
+        for _ in range(max_len):
+            hidden = model.decode(ys, memory, src_mask, target_mask(ys, pad_id))
+            ys = torch.cat([ys, model.generator(hidden[:, -1]).argmax(dim=-1)[:, None]], dim=1)
+            if stop(ys, eos_id):
+                break
+        return ys[:, 1:]
+    return greedy_decode
 
 
-@torch.no_grad()
-def decode_until_first_eos(model, src: Tensor, max_len: int, bos_id: int, eos_id: int, pad_id: int) -> Tensor:
-    """Stops the whole batch when the first sequence produces EOS."""
-    src_mask = padding_mask(src, pad_id)
-    memory = model.encode(src, src_mask)
-    ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
-    for _ in range(max_len):
-        hidden = model.decode(ys, memory, src_mask, target_mask(ys, pad_id))
-        ys = torch.cat([ys, model.generator(hidden[:, -1]).argmax(dim=-1)[:, None]], dim=1)
-        if int(ys[0, -1]) == eos_id:
-            break
-    return ys[:, 1:]
+decode_past_eos = decode_until(lambda ys, eos: False)  # always max_len tokens, EOS treated like any other
+decode_until_first_eos = decode_until(lambda ys, eos: int(ys[0, -1]) == eos)  # the first sequence stops all
 
 
 VARIANTS: dict[str, dict[str, Callable]] = {
