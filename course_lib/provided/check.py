@@ -9,8 +9,11 @@ import textwrap
 from dataclasses import asdict
 from pathlib import Path
 
+import ast
+
 from . import chapters
 from .checking import Result, total
+from .layout import chapter_facts, owner_of
 from .loader import load_impl
 
 SAME = "(same as above)"
@@ -55,6 +58,45 @@ def table(results: list[Result], width: int = 100) -> str:
     return "\n".join(lines)
 
 
+def _imported_modules(source: str | None) -> set[str]:
+    """The course_lib modules a source imports ("encoder.py"): ``from .encoder import``, ``from . import encoder``,
+    ``import course_lib.encoder``, ``from course_lib.encoder import``; none when it does not parse."""
+    try:
+        tree = ast.parse(source or "")
+    except (SyntaxError, ValueError):
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level == 1 or base == "course_lib" or base.startswith("course_lib."):
+                base = base.removeprefix("course_lib").lstrip(".")
+                found |= {f"{base}.py"} if base else {f"{a.name}.py" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {f"{a.name.split('.')[1]}.py" for a in node.names if a.name.startswith("course_lib.")}
+    return found
+
+
+def used_chapters(number: str, impl) -> set[str]:
+    """The earlier chapters whose modules this chapter's code imports, directly or through them: a failing
+    prerequisite that the code does not use (seed 000's classifier imports no encoder) is not its cause."""
+    seen, todo, used = set(), list(chapter_facts(number).modules), set()
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for other in _imported_modules(chapters.module_source(impl, module)):
+            try:
+                owner = owner_of(other)
+            except Exception:  # noqa: BLE001 - not a chapter's module (a helper of the learner's own)
+                continue
+            if owner != number:
+                used.add(owner)
+            todo.append(other)
+    return used
+
+
 def check(chapter: str, which: str = "learner") -> list[Result]:
     """The chapter's public checks; a failed one names an earlier chapter it uses that fails its own."""
     return chapters.run_with_prerequisites(chapter, load_impl(which))[0]
@@ -81,7 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"course check: {err}", file=sys.stderr)
         return 2
-    results, failing = chapters.run_with_prerequisites(number, impl, annotate=args.json)
+    results, failing = chapters.run_with_prerequisites(number, impl, annotate=False)
+    failing = {p: v for p, v in failing.items() if p in used_chapters(number, impl)}
+    note = chapters.prereq_note(number, failing)
+    if note and args.json:
+        for r in results:
+            if r.status != "pass":
+                r.message = f"{note} [{r.message}]"
     earned, possible = total(results)
     where = _where(args.impl)
     if args.json:
@@ -93,7 +141,6 @@ def main(argv: list[str] | None = None) -> int:
     spec = chapters.load_spec(number)
     who = "your course_lib" if args.impl == "learner" else "the reference (course_ref)"
     print(f"Chapter {number} — {spec.TITLE}: public checks on {who}\nchecked: {where}\n")
-    note = chapters.prereq_note(number, failing)
     if note:
         print(textwrap.fill(f"{note} (`make check CH={min(failing)}` shows what is wrong there.)", 100) + "\n")
     print(table(results))

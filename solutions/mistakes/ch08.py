@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Callable
 
+import torch
 from torch import Tensor
 
 from course_ref import classifier as ref
+from course_ref import encoder as ref_encoder
 
 
 def plain_mean(x: Tensor, mask: Tensor) -> Tensor:
@@ -25,9 +27,49 @@ def mean_over_features(x: Tensor, mask: Tensor) -> Tensor:
     return x.masked_fill(~keep, 0.0).sum(dim=-1) / mask.sum(dim=1, keepdim=True).clamp(min=1).to(x.dtype)
 
 
+def over_full_length(x: Tensor, mask: Tensor) -> Tensor:
+    """The masked sum divided by the full length seq, padding counted in the denominator."""
+    return x.masked_fill(~mask.unsqueeze(-1), 0.0).sum(dim=1) / x.size(1)  # (batch, d_model)
+
+
+def first_token(x: Tensor, mask: Tensor) -> Tensor:
+    return x[:, 0]  # (batch, d_model): the first position's hidden state
+
+
+class PreLNLayer(ref_encoder.EncoderLayer):
+    """Pre-LN whatever norm_first says (seed 000's layer)."""
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        h = self.norm1(x)
+        x = x + self.dropout(self.self_attn(h, h, h, mask=mask))
+        return x + self.dropout(self.ffn(self.norm2(x)))
+
+
+class PreLNEncoder(ref_encoder.Encoder):
+    """Pre-LN layers and no final norm, whatever norm_first says."""
+
+    def __init__(self, num_layers: int, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1,
+                 norm_first: bool = False) -> None:
+        super().__init__(num_layers, d_model, num_heads, d_ff, dropout, norm_first)
+        self.layers = torch.nn.ModuleList(PreLNLayer(d_model, num_heads, d_ff, dropout) for _ in range(num_layers))
+
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        for layer in self.layers:
+            x = layer(x, mask=mask)
+        return x
+
+
 def classifier_class(pool: Callable[[Tensor, Tensor], Tensor] = ref.masked_mean, pass_mask: bool = True,
-                     scale: bool = True) -> type:
+                     scale: bool = True, use_mask_argument: bool = True, pre_ln: bool = False) -> type:
     class WrongClassifier(ref.TransformerClassifier):
+        def __init__(self, vocab_size: int, d_model: int, num_heads: int, d_ff: int, num_layers: int,
+                     num_classes: int = 2, dropout: float = 0.1, max_len: int = 512, pad_id: int = 0,
+                     norm_first: bool = False) -> None:
+            super().__init__(vocab_size, d_model, num_heads, d_ff, num_layers, num_classes, dropout, max_len, pad_id,
+                             norm_first)
+            if pre_ln:
+                self.encoder = PreLNEncoder(num_layers, d_model, num_heads, d_ff, dropout, norm_first)
+
         def encode(self, tokens: Tensor, mask: Tensor | None = None) -> Tensor:
             if mask is None:
                 mask = tokens != self.pad_id
@@ -36,7 +78,7 @@ def classifier_class(pool: Callable[[Tensor, Tensor], Tensor] = ref.masked_mean,
             return self.encoder(x, mask=mask[:, None, None, :] if pass_mask else None)
 
         def forward(self, tokens: Tensor, mask: Tensor | None = None) -> Tensor:
-            if mask is None:
+            if mask is None or not use_mask_argument:
                 mask = tokens != self.pad_id
             return self.head(pool(self.encode(tokens, mask), mask))
     return WrongClassifier
@@ -54,4 +96,8 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "no_padding_mask": variant(pass_mask=False),
     "pool_wrong_axis": variant(pool=mean_over_features),
     "no_sqrt_scale": variant(scale=False),
+    "mean_over_full_length": variant(pool=over_full_length),
+    "first_token_pooling": variant(pool=first_token),
+    "mask_argument_ignored": variant(use_mask_argument=False),
+    "pre_ln_without_final_norm": variant(pre_ln=True),
 }

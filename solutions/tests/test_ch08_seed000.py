@@ -34,6 +34,7 @@ def results():
     ("padding_in_pool", "masked_mean: a row of padding only gives zeros"),
     ("no_padding_mask", "attention ignores padding"),
     ("no_sqrt_scale", "no encoder layers, no padding: embeddings × √d_model"),
+    ("pre_ln_without_final_norm", "the encoder ends with a layer norm"),  # its text says Post-LN (issue 20)
 ])
 def test_seed_000_is_named_by_each_of_its_mistakes(results, mistake: str, case: str) -> None:
     result = results[case]
@@ -46,8 +47,8 @@ def test_seed_000_fails_every_logit_case_and_padding_probe(results) -> None:
     for case in ("logits of a padded batch (Post-LN)", "logits of a padded batch (Pre-LN)",
                  "more padding changes no logit"):
         assert results[case].status == "fail", case
-    named = results["more padding changes no logit"].mistakes
-    assert set(named) == {"padding_in_pool", "no_padding_mask"}, named
+    named = results["more padding changes no logit"].mistakes  # each changes the logits with more padding: "Or:"
+    assert set(named) == {"padding_in_pool", "no_padding_mask", "mean_over_full_length"}, named
     earned, possible = total(list(results.values()))
     assert earned <= 1.0 < possible  # only the float64 dtype of its (wrong) pooling and the empty-row finiteness
 
@@ -68,3 +69,27 @@ def test_seed_000_pooling_changes_with_padding() -> None:
     with torch.no_grad():
         assert not torch.allclose(model(tokens), model(padded), atol=1e-4)
         torch.testing.assert_close(fixed(tokens), fixed(padded), rtol=1e-5, atol=1e-5)
+
+
+def test_seed_000_messages_say_what_it_does(results) -> None:
+    """Issue 20: finite logits get no hint about -inf or NaN, and a missing parameter names a few, not all."""
+    finite = results["a row of padding only stays finite"]
+    assert finite.status == "fail" and "values differ" in finite.message
+    assert "finite number" not in finite.message and "NaN" not in finite.message, finite.message
+    missing = results["logits of a padded batch (Pre-LN)"].message
+    assert "has no parameter encoder.norm.weight" in missing and missing.count("encoder.layers.") <= 4, missing
+
+
+def test_seed_000_is_not_told_to_fix_chapters_it_does_not_use(tmp_path, monkeypatch) -> None:
+    """The seed's classifier.py imports none of chapters 02-05: stub earlier chapters are not its problem; the
+    reference's classifier.py uses all four (through the encoder), and would be told."""
+    from course_lib.provided.check import used_chapters
+    from course_lib.provided.loader import Impl
+
+    (tmp_path / "seed_learner").mkdir()
+    (tmp_path / "seed_learner" / "__init__.py").write_text("")
+    (tmp_path / "seed_learner" / "classifier.py").write_text(inspect.getsource(SEED))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert used_chapters("08", Impl("seed_learner", "seed 000")) == set()
+    assert used_chapters("08", load_impl("reference")) == {"02", "03", "04", "05"}
+    assert used_chapters("08", load_impl("learner")) == {"02", "03", "04", "05"}  # the stubs keep their imports

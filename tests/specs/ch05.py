@@ -111,9 +111,10 @@ def _load(module: object, what: str, inputs: dict[str, Tensor]) -> nn.Module:
                 continue
             name = key[len(P):]
             if name not in params:
+                near = [p for p in params if p.rsplit(".", 1)[0] == name.rsplit(".", 1)[0]] or list(params)[:4]
                 raise CheckFailure(f"{what} has no parameter {name}: the checks load their weights by these "
-                                   f"names, so keep the members of the docstring (found: "
-                                   f"{', '.join(params) or 'no parameters'})")
+                                   f"names, so keep the members of the docstring (it has {len(params)} parameters"
+                                   + (f", e.g. {', '.join(near[:4])})" if near else ")"))
             if params[name].shape != value.shape:
                 raise CheckFailure(f"{what}: parameter {name} has shape {tuple(params[name].shape)}, "
                                    f"expected {tuple(value.shape)}")

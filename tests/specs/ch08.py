@@ -108,7 +108,26 @@ def _more_padding(inputs: dict[str, Tensor]) -> Tensor:
 
 
 def logits(impl, inputs: dict[str, Tensor]) -> Outputs:
-    return {"logits": build(impl, inputs)(inputs["tokens"])}
+    """forward(tokens), or forward(tokens, mask) when the case gives an explicit mask (batch, seq)."""
+    model = build(impl, inputs)
+    return {"logits": model(inputs["tokens"], mask=inputs["mask"]) if "mask" in inputs else model(inputs["tokens"])}
+
+
+def encoded(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """encode(tokens) of an unpadded batch: judged by ``ends_with_a_norm`` as well as compared."""
+    with torch.no_grad():
+        return {"hidden": build(impl, inputs).encode(inputs["tokens"])}
+
+
+def defaults(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """TransformerClassifier(vocab_size, d_model, num_heads, d_ff, num_layers) with the other defaults: two classes,
+    dropout 0.1 everywhere (chapter 05's ``settings``), max_len 512, pad_id 0, Post-LN."""
+    model = impl.classifier.TransformerClassifier(13, 16, 4, 32, 1)
+    head, positional = getattr(model, "head", None), getattr(model, "positional", None)
+    return {**_encoder.settings({"classifier": model}),
+            "num_classes": torch.tensor(getattr(head, "out_features", -1)),
+            "pe_shape": torch.tensor(tuple(getattr(getattr(positional, "pe", None), "shape", ()))),
+            "pad_id": torch.tensor(float(getattr(model, "pad_id", float("nan"))), dtype=torch.float64)}
 
 
 def attention_ignores_padding(impl, inputs: dict[str, Tensor]) -> Outputs:
@@ -152,10 +171,23 @@ def logits_unchanged(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, s
     return {"padding_changes_logits": "more pad columns changed the logits"}
 
 
-PROBES = {"pool": pool, "logits": logits, "attention_ignores_padding": attention_ignores_padding,
+def ends_with_a_norm(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
+    """The encoder's last step is a LayerNorm (norm2 of the last Post-LN layer, or a Pre-LN stack's final norm):
+    with that norm's weight and bias taken out, every row has mean 0 and variance 1, whatever came before."""
+    last = "encoder.norm" if bool(inputs["norm_first"]) else f"encoder.layers.{int(inputs['num_layers']) - 1}.norm2"
+    hidden = outputs["hidden"].double()
+    rows = (hidden - inputs[f"{P}{last}.bias"].double()) / inputs[f"{P}{last}.weight"].double()
+    if torch.allclose(rows.mean(-1), torch.zeros(()).double(), atol=1e-3) and \
+            torch.allclose(rows.var(-1, unbiased=False), torch.ones(()).double(), atol=1e-2):
+        return {}
+    return {"not_normalised": "the encoder's output is not layer-normalised: a Post-LN stack ends with its last "
+                              "layer's norm2, a Pre-LN stack with its own final norm"}
+
+
+PROBES = {"pool": pool, "logits": logits, "encoded": encoded, "defaults": defaults, "attention_ignores_padding": attention_ignores_padding,
           "padding_invariance": padding_invariance}
 
-# ---------------------------------------------------------------- the public cases (11 points)
+# ---------------------------------------------------------------- the public cases (12.5 points)
 # PyTorch's ready-made counterparts of this chapter's components (fnmatch patterns on the parts of a name);
 # your own chapters 04 and 05 (from .encoder import Encoder ...) are not among them.
 READY_MADE = {"classifier.py": ["Transformer*", "MultiheadAttention", "multi_head_attention_forward",
@@ -165,6 +197,7 @@ READY_MADE = {"classifier.py": ["Transformer*", "MultiheadAttention", "multi_hea
 # every padding case (hidden ones too): the values are the reference's, and more padding changes none of them
 ATTENTION_PADDING = {"relation": real_positions_unchanged, "ignore": padded_positions}
 LOGITS_PADDING = {"relation": logits_unchanged}
+ENDS_WITH_A_NORM = {"relation": ends_with_a_norm}
 
 SHAPE_HINT = ("If this is a shape error: masked_mean must return (batch, d_model) (the mean over the positions, "
               "dim=1) for the head nn.Linear(d_model, num_classes), and the encoder takes the padding mask as "
@@ -200,7 +233,16 @@ CASES = [
          about="the last row is all padding: its pooled vector is zeros, so its logits are head.bias",
          hint="A row with no real token must give finite logits: masked scores are filled with a finite "
               "number (chapter 02) and masked_mean divides by the count clamped to at least 1.",
-         hint_if_raises=SHAPE_HINT),
+         hint_on=("nonfinite",), hint_if_raises=SHAPE_HINT),
+    Case("an explicit mask is used", 0.5, "logits",
+         lambda s: {**model_inputs(s, padded=False), "mask": _keep(3, 7)}, seed=810,
+         about="forward(tokens, mask): the mask given (batch, seq) hides positions that are not pad_id, in the "
+               "attention and in the pooling", hint_if_raises=SHAPE_HINT),
+    Case("the encoder ends with a layer norm", 0.5, "encoded", lambda s: model_inputs(s, padded=False), seed=811,
+         about="encode() of full rows, Post-LN: the last layer's norm2 is the last step", **ENDS_WITH_A_NORM),
+    Case("defaults: two classes, dropout 0.1, max_len 512, pad_id 0", 0.5, "defaults",
+         lambda s: {"seed": torch.tensor(s)}, seed=812,
+         about="TransformerClassifier built with its defaults"),
     ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made attention, encoder layer, layer norm or "
                                            "pooling layer (read from the source, not run)"),
 ]
@@ -214,6 +256,15 @@ MISTAKES = {
     "no_padding_mask": "The encoder gets no padding mask, so real tokens attend to the padding and adding pad "
                        "columns changes the logits: build mask = tokens != pad_id (batch, seq) and call "
                        "self.encoder(x, mask=mask[:, None, None, :]).",
+    "mean_over_full_length": "masked_mean sums the real tokens but divides by the full length (seq): a short review "
+                             "is diluted. Divide by the number of real tokens, mask.sum(1, keepdim=True).clamp(min=1).",
+    "first_token_pooling": "The sentence vector is the first token's hidden state (x[:, 0], as BERT's [CLS]): this "
+                           "model has no [CLS] token; take the masked mean over the real tokens.",
+    "mask_argument_ignored": "forward(tokens, mask) ignores the mask it is given and rebuilds one from pad_id: use "
+                             "the mask argument when it is not None, in the encoder and in the pooling.",
+    "pre_ln_without_final_norm": "The encoder layers compute Pre-LN, x + sublayer(norm(x)), without a final norm, "
+                                 "although norm_first=False asks for Post-LN: each layer must be "
+                                 "x = norm1(x + attn(x)); x = norm2(x + ffn(x)) (chapter 05's Encoder does it).",
     "pool_wrong_axis": "masked_mean averages over the wrong axis (the d_model features, dim=-1): a sentence "
                        "vector is the mean over the positions, dim=1, so the result is (batch, d_model).",
     "no_sqrt_scale": "The token embeddings are not multiplied by √d_model: look the tokens up with "
