@@ -39,8 +39,8 @@ def histogram_svg(bins: list[int], max_points: float, width: int = 420, height: 
         if n:
             parts.append(f'<text x="{x + bar / 2:.1f}" y="{y - 3:.1f}" text-anchor="middle">{n}</text>')
         parts.append(f'<text x="{x + bar / 2:.1f}" y="{height - bottom + 13}" text-anchor="middle">{i * 10}</text>')
-    parts.append(f'<text x="{width / 2:.0f}" y="{height - 4}" text-anchor="middle">% of {max_points:g} points '
-                 '(each bar: from that % up to the next; the last includes 100 %)</text></svg>')
+    parts.append(f'<text x="{width / 2:.0f}" y="{height - 4}" text-anchor="middle">score, % of {max_points:g} '
+                 'points (the last bar includes 100 %)</text></svg>')
     return "".join(parts)
 
 
