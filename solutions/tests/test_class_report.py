@@ -26,6 +26,7 @@ MISTAKES = dict(chapters.load_spec("02").MISTAKES)
 PUBLIC = [c.name for c in chapters.load_spec("02").CASES]
 HIDDEN = [f"hidden case {k}" for k in range(1, 9)]
 HOSTILE = "<img src=x onerror=alert(1)>"
+FULL = len(PUBLIC) + len(HIDDEN)  # every planted case is worth 1 point
 
 
 def _rows(chapter: str, fails: dict[str, str], notebook: str | None = None) -> list[GradeRow]:
@@ -121,7 +122,7 @@ def test_report_of_a_planted_class(tmp_path: Path) -> None:
     assert [(c["name"], c["learners"]) for c in ch02["mistakes"]] == [("neg_inf_fill", ["dee"]), ("no_scale", ["eve"])]
     assert [(c["name"], len(c["learners"])) for c in ch02["failed_checks"][:2]] == [
         ("hidden case 3", 2), (PUBLIC[0], 2)]
-    assert ch02["bins"][9] == 1 and ch02["awaiting_manual"] == 1  # ann: 24 of 26, her 2 points wait for grading by hand
+    assert ch02["bins"][9] == 1 and ch02["awaiting_manual"] == 1  # ann: all but the 2 points waiting for her grader
     html = (out / "report.html").read_text(encoding="utf-8")
     assert HOSTILE not in html and "&lt;img src=x" in html
     assert html.count("<svg") == 3  # two histograms, one bar chart (nothing failed in ch03)
@@ -131,12 +132,12 @@ def test_report_of_a_planted_class(tmp_path: Path) -> None:
         lms = list(csv.reader(fh))
     assert lms[0] == ["learner", "ch02 Attention", "ch03 Multi-head attention"]
     by_id = {r[0]: r[1:] for r in lms[1:]}
-    assert by_id["gus"] == ["", ""] and by_id["fay"] == ["", "24"]
-    assert by_id["ann"] == ["24", ""]
-    assert by_id[HOSTILE] == ["23", ""]
+    assert by_id["gus"] == ["", ""] and by_id["fay"] == ["", f"{FULL}"]
+    assert by_id["ann"] == [f"{FULL}", ""]
+    assert by_id[HOSTILE] == [f"{FULL - 1}", ""]
     with open(out / "lms_canvas.csv", newline="", encoding="utf-8") as fh:
         canvas = list(csv.reader(fh))
-    assert canvas[0][:3] == ["Student", "SIS Login ID", "Section"] and canvas[1] == ["Points Possible", "", "", "26", "24"]
+    assert canvas[0][:3] == ["Student", "SIS Login ID", "Section"] and canvas[1] == ["Points Possible", "", "", f"{FULL + 2}", f"{FULL}"]
 
 
 def test_a_wrong_number_is_caught(tmp_path: Path) -> None:
