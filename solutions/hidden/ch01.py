@@ -31,4 +31,10 @@ CASES = [
                                                                        hidden_size=5, decay=0.95), seed=9108, **GRAD),
     Case("h-norms-rnn-long", 1.0, "norms", lambda s: sequence(s, batch=2, seq=20, input_size=4, hidden_size=7),
          seed=9109, **GRAD),
+    Case("h-norms-quietly-float64", 1.0, "norms_quietly",
+         lambda s: sequence(s, batch=3, seq=5, input_size=2, hidden_size=3, dtype=torch.float64), seed=9110,
+         rtol=1e-7, atol=1e-9, about="gradient_norms under torch.no_grad() in float64"),
+    Case("h-initial-weights-wide", 1.0, "init", lambda s: {"x": torch.randn(3, 4, 64, generator=torch.Generator().manual_seed(s)),
+                                                        "hidden_size": torch.tensor(16)},
+         seed=9111, about="the initial weights' range", **_spec.INIT),
 ]

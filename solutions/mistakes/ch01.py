@@ -5,6 +5,7 @@ it (or forgets to carry the state), or a gradient_norms that differentiates the 
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Callable
 
 import torch
@@ -16,6 +17,13 @@ from course_ref import rnn as ref
 def step_no_tanh(x_t: Tensor, h_prev: Tensor, weight_ih: Tensor, weight_hh: Tensor, bias_ih: Tensor,
                  bias_hh: Tensor) -> Tensor:
     return x_t @ weight_ih.T + bias_ih + h_prev @ weight_hh.T + bias_hh
+
+
+def step_with(activation: Callable[[Tensor], Tensor]) -> Callable:
+    def rnn_step(x_t: Tensor, h_prev: Tensor, weight_ih: Tensor, weight_hh: Tensor, bias_ih: Tensor,
+                 bias_hh: Tensor) -> Tensor:
+        return activation(x_t @ weight_ih.T + bias_ih + h_prev @ weight_hh.T + bias_hh)
+    return rnn_step
 
 
 def step_untransposed(x_t: Tensor, h_prev: Tensor, weight_ih: Tensor, weight_hh: Tensor, bias_ih: Tensor,
@@ -68,6 +76,21 @@ def norms_of_sum(last_only: bool) -> Callable[[nn.Module, Tensor], Tensor]:
 
 
 _rnn, _step, _norms = "rnn.RNN", "rnn.rnn_step", "rnn.gradient_norms"
+def norms_on(own_leaf: bool, enable_grad: bool) -> Callable[[nn.Module, Tensor], Tensor]:
+    """The reference's gradient_norms without ``torch.enable_grad()``, or on the caller's x itself."""
+    def norms(rnn: nn.Module, x: Tensor) -> Tensor:
+        x = _leaf(x) if own_leaf else x.requires_grad_(True)
+        with torch.enable_grad() if enable_grad else contextlib.nullcontext():
+            _, h_last = rnn(x)
+            squares = torch.zeros(x.shape[:2], dtype=x.dtype)
+            for j in range(h_last.shape[-1]):
+                (row,) = torch.autograd.grad(h_last[:, j].sum(), x, retain_graph=True)
+                squares += row.pow(2).sum(dim=-1)
+        return squares.sqrt()
+    return norms
+
+
+_relu, _sigmoid = step_with(torch.relu), step_with(torch.sigmoid)
 VARIANTS: dict[str, dict[str, Callable]] = {
     "state_not_carried": {_rnn: module(carry=False)},
     "no_tanh": {_step: step_no_tanh, _rnn: module(step_no_tanh)},
@@ -76,4 +99,8 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "step_jacobian": {_norms: norms_step_jacobian},
     "outputs_sum": {_norms: norms_of_sum(last_only=False)},
     "last_state_sum": {_norms: norms_of_sum(last_only=True)},
+    "relu_for_tanh": {_step: _relu, _rnn: module(_relu)},
+    "sigmoid_for_tanh": {_step: _sigmoid, _rnn: module(_sigmoid)},
+    "norms_without_enable_grad": {_norms: norms_on(own_leaf=True, enable_grad=False)},
+    "norms_change_x": {_norms: norms_on(own_leaf=False, enable_grad=True)},
 }

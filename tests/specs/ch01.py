@@ -153,10 +153,47 @@ def norms_of_linear(impl, inputs: dict[str, Tensor]) -> Outputs:
     return {"norms": impl.rnn.gradient_norms(Linear(inputs["mix"], inputs["decay"]), inputs["x"])}
 
 
-PROBES = {"step": one_step, "forward": forward, "gradients": gradients, "norms": norms_of_rnn,
-          "norms_linear": norms_of_linear}
+def norms_quietly(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """gradient_norms called under torch.no_grad(), as a plot would call it: the norms, their dtype and no graph
+    (``norms_requires_grad``), and the caller's x left as it was (values, no grad required, no .grad)."""
+    module, x = build(impl, inputs), inputs["x"]
+    with torch.no_grad():
+        norms = impl.rnn.gradient_norms(module, x)
+    return {"norms": norms, "norms_requires_grad": torch.tensor(bool(getattr(norms, "requires_grad", True))),
+            "x": x, "x_requires_grad": torch.tensor(x.requires_grad), "x_has_grad": torch.tensor(x.grad is not None)}
 
-# ---------------------------------------------------------------- the public cases (10 points)
+
+def initial_weights(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """A fresh RNN's parameters (seeded), judged by ``drawn_as_promised``: from U(-1/√hidden, 1/√hidden); and its
+    last state on ``x``, compared with the reference's (drawn the same way), so that the case needs a forward."""
+    torch.manual_seed(1)
+    module = impl.rnn.RNN(inputs["x"].size(-1), int(inputs["hidden_size"]))
+    with torch.no_grad():
+        _, h_last = _run(module, inputs)
+    return {**{name: getattr(module, name).detach() for name in PARAMETERS}, "h_last": h_last}
+
+
+def drawn_as_promised(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
+    """Every value within the bound b = 1/√hidden, and spread over it: for n draws from U(-b, b) the largest stays
+    below (1 - t) b with probability (1 - t/2)^n, so with t = 2 (1 - 1e-6^(1/n)) the largest is above (1 - t) b and
+    the smallest below -(1 - t) b but once in a million draws (n = 50: beyond ±0.52 b)."""
+    bound = float(inputs["hidden_size"]) ** -0.5
+    broken = {}
+    for name in PARAMETERS:
+        w = outputs[name]
+        reach = (1 - 2 * (1 - 1e-6 ** (1 / w.numel()))) * bound
+        if not (bool(torch.isfinite(w).all()) and float(w.abs().max()) <= bound * (1 + 1e-6)):
+            broken[f"{name}_bound"] = f"{name} has values outside ±1/√hidden_size"
+        elif not (float(w.max()) > reach and float(w.min()) < -reach):
+            broken[f"{name}_spread"] = f"{name} does not spread over (-1/√hidden_size, 1/√hidden_size)"
+    return broken
+
+
+PROBES = {"step": one_step, "forward": forward, "gradients": gradients, "norms": norms_of_rnn,
+          "norms_linear": norms_of_linear, "norms_quietly": norms_quietly, "init": initial_weights}
+INIT = {"relation": drawn_as_promised, "free": PARAMETERS}
+
+# ---------------------------------------------------------------- the public cases (11 points)
 GRAD = {"rtol": 1e-4, "atol": 1e-7}  # gradient norms shrink fast with distance: compare the small ones too
 
 # PyTorch's ready-made recurrent layers and kernels (fnmatch patterns on the parts of a name).
@@ -188,6 +225,15 @@ CASES = [
     Case("gradient_norms of your RNN", 1.5, "norms", lambda s: sequence(s, batch=3, seq=12, input_size=3,
                                                                          hidden_size=6), seed=110, **GRAD,
          about="(batch, seq) Frobenius norms of ∂h_T/∂x_t"),
+    Case("gradient_norms under torch.no_grad()", 0.5, "norms_quietly",
+         lambda s: sequence(s, batch=2, seq=7, input_size=3, hidden_size=4), seed=111, **GRAD,
+         about="the norms in x's dtype without a graph, and the caller's x unchanged, not requiring grad",
+         hint="gradient_norms turns autograd on for itself (with torch.enable_grad():) on a leaf of its own "
+              "(x.detach().requires_grad_(True)), so that it works under torch.no_grad() and leaves x alone."),
+    Case("initial weights from U(-1/√hidden, 1/√hidden)", 0.5, "init",
+         lambda s: {"x": torch.randn(2, 3, 20, generator=torch.Generator().manual_seed(s)),
+                    "hidden_size": torch.tensor(50)}, seed=112, **INIT,
+         about="RNN(20, 50): every parameter drawn within ±1/√50 and spread over that range, as torch.nn.RNN"),
     ready_made_case(READY_MADE, 1.0, about="no torch.nn.RNN, RNNCell, LSTM, GRU or their kernels "
                                            "(read from the source, not run)"),
 ]
@@ -198,6 +244,14 @@ MISTAKES = {
                          "Pass the state returned by one step as h_prev of the next: h = rnn_step(x[:, t], h, ...).",
     "no_tanh": "The tanh is missing: h_t = tanh(x_t W_ihᵀ + b_ih + h_prev W_hhᵀ + b_hh). Without it the RNN is "
                "linear and its state can grow without bound.",
+    "relu_for_tanh": "The step uses ReLU instead of tanh: h_t = tanh(x_t W_ihᵀ + b_ih + h_prev W_hhᵀ + b_hh) (the "
+                     "vanilla RNN of torch.nn.RNN, nonlinearity='tanh'), whose states stay within (-1, 1).",
+    "sigmoid_for_tanh": "The step uses a sigmoid instead of tanh: the states must be tanh(...), within (-1, 1) and "
+                        "centred on 0, not sigmoid(...) within (0, 1).",
+    "norms_without_enable_grad": "gradient_norms fails or gives nothing under torch.no_grad(): wrap the forward and "
+                                 "backward passes in `with torch.enable_grad():`.",
+    "norms_change_x": "gradient_norms turns on requires_grad on the caller's x (x.requires_grad_()): differentiate "
+                      "with respect to a leaf of your own, x.detach().requires_grad_(True).",
     "transposed_weights": "The weights are used without their transpose. They are stored (out, in) like nn.Linear's: "
                           "weight_ih is (hidden_size, input_size), so compute x_t @ weight_ih.T and "
                           "h_prev @ weight_hh.T. (When input_size ≠ hidden_size the untransposed product fails "
@@ -218,7 +272,8 @@ MISTAKES = {
 }
 
 # Known mistakes recognised by the exception they raise (re.search on "raised <Type>: <message>"): an
-# (a x k) @ (m x k) product is a matrix that needed its transpose.
+# (a x k) @ (m x k) product is a matrix that needed its transpose; autograd.grad under no_grad has no graph.
 RAISES = {
+    "norms_without_enable_grad": r"element 0 of tensors does not require grad and does not have a grad_fn",
     "transposed_weights": r"mat1 and mat2 shapes cannot be multiplied \(\d+x(\d+) and \d+x\1\)",
 }
