@@ -39,7 +39,8 @@ CASES = [
     Case("h-future-leak-long", 1.0, "future", lambda s: leak_inputs(s, batch=3, src_seq=5, tgt_seq=9, layers=3),
          seed=9610, **_spec.NO_LEAK),
     Case("h-transformer-float64", 1.0, "model", lambda s: model_inputs(s, dtype=torch.float64), seed=9611,
-         rtol=1e-7, atol=1e-9),
+         about="a Transformer in float64 end to end (the positional table's float32 rounding allowed)",
+         **_spec.FLOAT64_MODEL),
     # dropout in training mode (the attentions' own silenced: chapter 03 judges it); a layer called without masks
     Case("h-training-pre-ln-stack", 1.0, "training",
          lambda s: {**decoder_inputs(s, batch=2, tgt_seq=5, src_seq=6, layers=2, norm_first=True, tgt_mask="target",

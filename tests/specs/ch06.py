@@ -278,7 +278,7 @@ def model_config(impl, inputs: dict[str, Tensor]) -> Outputs:
 PROBES = {"padding": padding, "causal": causal, "target": target, "decoder": decoder_forward,
           "training": decoder_training, "gradients": decoder_gradients, "model": model_forward, "future": future_leak, "config": model_config}
 
-# ---------------------------------------------------------------- the public cases (16.5 points)
+# ---------------------------------------------------------------- the public cases (17 points)
 # PyTorch's ready-made counterparts of this chapter's components (fnmatch patterns on the parts of a name).
 # masks.py may use anything (torch.tril, nn.Transformer.generate_square_subsequent_mask): that is how a
 # mask is made. Your own earlier chapters (from .encoder import ...) are not ready-mades.
@@ -287,6 +287,9 @@ _LAYERS = ["Transformer*", "MultiheadAttention", "multi_head_attention_forward",
 READY_MADE = {"decoder.py": _LAYERS, "transformer.py": _LAYERS}
 
 NO_LEAK = {"relation": no_leak}  # every future-leak case (hidden ones too)
+# A Transformer in float64: its positional table may be computed in float32 (chapter 04's docstring allows it), which
+# moves logits by a few 1e-8; computing the layers in float32 moves them by 1e-7 to 1e-6.
+FLOAT64_MODEL = {"rtol": 1e-6, "atol": 1e-7}
 
 CROSS_HINT = ("In the cross-attention the queries come from the decoder and the keys and values from the encoder: "
               "self.cross_attn(x, memory, memory, mask=memory_mask) (with h = norm2(x) for the query in Pre-LN); "
@@ -337,6 +340,9 @@ CASES = [
     Case("Transformer logits", 1.5, "model", lambda s: model_inputs(s), seed=613,
          about="src (2, 7), tgt (2, 5), both padded; forward builds its masks from pad_id and returns logits "
                "(batch, tgt_seq, tgt_vocab)", hint_if_raises=MODEL_HINT),
+    Case("Transformer in float64", 0.5, "model", lambda s: model_inputs(s, dtype=torch.float64, norm_first=True),
+         seed=617, about="float64 weights give float64 logits, computed in float64 (a float32 positional table "
+                         "is close enough)", hint_if_raises=MODEL_HINT, **FLOAT64_MODEL),
     Case("no future leak", 1.0, "future", lambda s: leak_inputs(s, tgt_seq=6, pad_id=2), seed=614, **NO_LEAK,
          about="change target token 3: the logits at positions 0, 1, 2 must not change (pad_id 2)",
          hint="Changing a later target token changed earlier outputs: the decoder's self-attention must use "
