@@ -3,6 +3,10 @@
     solutions/course_ref/<module>.py         -> course_lib/<module>.py       (stub: solution blocks raise; stubs.py)
     solutions/source/chNN_<name>/            -> exercises/chNN_<name>/       (nbgrader generate_assignment)
 
+Before nbgrader runs, the source notebook's generated blocks (what is graded and its points, from the
+spec, the hidden cases and the graded cells; chapter 08's capstone times) and the points of its written
+questions' headings are rewritten in place (notebook_facts.py): the numbers a learner reads are never typed.
+
 A stub keeps the solution module's docstrings and argument checks; each solution block becomes a
 `raise NotImplementedError` naming the chapter, the function and the exercise (see stubs.py).
 
@@ -30,6 +34,7 @@ from course_lib.provided.layout import EXERCISE_RE, LAYOUT, Layout
 
 from .answers import auto_graded
 from .learner_tree import export_learner_tree
+from .notebook_facts import filled_source
 from .stubs import ReleaseError, make_stub
 
 # Files never copied to or compared in exercises/ (nbgrader's CourseDirectory.ignore, plus editor junk).
@@ -110,15 +115,23 @@ def build(layout: Layout, out: Path) -> dict[str, Path]:
         generated[rel] = target
     for source in layout.exercise_sources():
         refuse_auto_graded(layout, source)
+        filled = out / "solutions" / "source" / source.name
+        shutil.copytree(source, filled, ignore=shutil.ignore_patterns(*IGNORE))
+        for notebook in sorted(source.glob("*.ipynb")):
+            with open(filled / notebook.name, "w", encoding="utf-8", newline="") as f:
+                f.write(filled_source(layout, notebook))
+            generated[f"solutions/source/{source.name}/{notebook.name}"] = filled / notebook.name
         dest = out / "exercises" / source.name
-        generate_exercise(source, dest)
+        generate_exercise(filled, dest)
         generated.update({f"exercises/{source.name}/{rel}": path for rel, path in _files(dest).items()})
     return generated
 
 
 def managed_in_tree(layout: Layout) -> dict[str, Path]:
-    """The files of the tree that `course release` owns: stubs and exercise folders."""
+    """The files of the tree that `course release` writes: stubs, source notebooks and exercise folders."""
     tree: dict[str, Path] = {}
+    for source in layout.exercise_sources():
+        tree.update({f"solutions/source/{source.name}/{nb.name}": nb for nb in sorted(source.glob("*.ipynb"))})
     for stub in sorted((layout.root / "course_lib").glob("*.py")):
         if stub.name != "__init__.py":
             tree[f"course_lib/{stub.name}"] = stub
@@ -175,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learner-tree", type=Path, metavar="DIR",
                         help="after releasing, copy what learners receive (everything but the instructor's "
                              "files) into DIR, a new folder, ready to zip or push as the learners' repository")
+    parser.add_argument("--book-url", metavar="URL",
+                        help="with --learner-tree: where the book is published; the learner README links it and "
+                             "each chapter's page (without it, the README says the instructor gives the address)")
     args = parser.parse_args(argv)
     layout = Layout(args.root.resolve())
     try:
@@ -202,11 +218,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"course release: {summary} generated, {changed or 'no'} change(s) to the tree")
     if args.learner_tree is not None:
         try:
-            files = export_learner_tree(layout.root, args.learner_tree)
+            files = export_learner_tree(layout.root, args.learner_tree, args.book_url)
         except ReleaseError as err:
             print(f"course release: {err}", file=sys.stderr)
             return 2
         print(f"course release: learner tree with {len(files)} file(s) in {args.learner_tree}")
+        if not args.book_url:
+            print("course release: its README says the instructor gives the book's address; give --book-url URL "
+                  "to link the book and each chapter's page")
     return 0
 
 

@@ -21,7 +21,7 @@ import pytest
 from course_admin.learner_tree import INSTRUCTOR_ONLY
 from course_admin.release import main as release
 from course_lib.provided import syllabus
-from course_lib.provided.layout import LAYOUT, modules_for
+from course_lib.provided.layout import LAYOUT, REPO_ROOT, modules_for
 
 REFERENCE = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 
@@ -72,7 +72,7 @@ def test_nothing_of_the_instructor_is_in_the_tree(tree: Path) -> None:
 def test_the_tree_has_its_own_readme_pyproject_and_makefile(tree: Path) -> None:
     readme = (tree / "README.md").read_text()
     assert readme.startswith("# Transformers from Scratch: your course folder")
-    assert "make book" not in readme and "solutions" not in readme and "{chapter_table}" not in readme
+    assert "make book" not in readme and "solutions" not in readme and not re.search(r"\{\w+\}", readme)
     assert "| 02 | Attention |" in readme and "**ready**" in readme
     assert setup_commands(readme) == ["make install", "make check CH=01"]
     pyproject = (tree / "pyproject.toml").read_text()
@@ -182,3 +182,31 @@ def test_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
     (tmp_path / "keep.txt").write_text("mine")
     assert release(["--learner-tree", str(tmp_path)]) == 2
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_the_readme_points_to_the_book() -> None:
+    from course_admin.learner_tree import own_version
+
+    url = "https://example.org/transformers"
+    linked = own_version(REPO_ROOT, "README.md", url + "/")
+    assert f"<{url}/>" in linked
+    for chapter in syllabus.ready():
+        assert f"| {chapter.number} | [{chapter.title}]({url}/book/{chapter.page}.html) |" in linked
+    unlinked = own_version(REPO_ROOT, "README.md")
+    assert "your instructor gives you its address" in unlinked and "](http" not in unlinked
+
+
+def test_the_readme_lists_the_capstone_commands_with_measured_times() -> None:
+    """Every capstone command of the notebook's question, with the measured minutes (CPU seconds, rounded up)."""
+    import json
+    import math
+
+    from course_admin import capstone_times
+    from course_admin.learner_tree import own_version
+
+    readme = own_version(REPO_ROOT, "README.md")
+    record = json.loads((REPO_ROOT / "solutions" / "learner" / "capstone_times.json").read_text(encoding="utf-8"))
+    for run in capstone_times.RUNS:
+        minutes = max(1, math.ceil(record["runs"][run.key]["cpu_seconds"] / 60))
+        assert f"| `{capstone_times.command(run)}` | {run.what} | about {minutes} min |" in readme
+    assert "--allow-root" in readme  # what make lab does as root

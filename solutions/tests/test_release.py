@@ -50,7 +50,8 @@ def test_release_check_says_in_sync(capsys):
 # ------------------------------------------------------------------ (b) stale files are found, then fixed
 def copy_of_repo(dest: Path) -> Path:
     """The parts of the repository that `course release` reads and writes, copied to ``dest``."""
-    for folder in ("solutions/course_ref", "solutions/source", "tests/specs", "exercises"):
+    for folder in ("solutions/course_ref", "solutions/source", "solutions/hidden", "solutions/learner", "tests/specs",
+                   "exercises"):
         shutil.copytree(REPO_ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     (dest / "course_lib").mkdir()
     for stub in (REPO_ROOT / "course_lib").glob("*.py"):
@@ -67,6 +68,9 @@ def test_check_finds_planted_stale_files_and_release_fixes_them(tmp_path, capsys
     nb = json.loads(released.read_text(encoding="utf-8"))
     nb["cells"][0]["source"] = ["stale lead-in"]
     released.write_text(json.dumps(nb), encoding="utf-8")
+    source = root / "solutions" / "source" / "ch02_attention" / "ch02_attention.ipynb"
+    typed = source.read_text(encoding="utf-8").replace("What is graded: ", "What is graded: 10 points (typed), ")
+    source.write_text(typed, encoding="utf-8")  # a number typed into the generated block
     extra = root / "exercises" / "ch02_attention" / "leftover.txt"
     extra.write_text("not generated", encoding="utf-8")
     planted = snapshot(root)
@@ -76,6 +80,7 @@ def test_check_finds_planted_stale_files_and_release_fixes_them(tmp_path, capsys
     assert "stale: course_lib/attention.py" in out
     assert "stale: exercises/ch02_attention/ch02_attention.ipynb" in out
     assert "exercises/ch02_attention/leftover.txt" in out
+    assert "stale: solutions/source/ch02_attention/ch02_attention.ipynb" in out
     assert "in sync" not in out
     assert snapshot(root) == planted, "--check changed the tree it checked"
 
@@ -83,6 +88,7 @@ def test_check_finds_planted_stale_files_and_release_fixes_them(tmp_path, capsys
     capsys.readouterr()
     assert stub.read_bytes() == (REPO_ROOT / "course_lib" / "attention.py").read_bytes()
     assert released.read_bytes() == CH02_RELEASE.read_bytes()
+    assert source.read_bytes() == CH02_SOURCE.read_bytes() and "(typed)" not in source.read_text(encoding="utf-8")
     assert not extra.exists()
     assert snapshot(REPO_ROOT) == repo_before, "a test on a copy changed the repository"
 
