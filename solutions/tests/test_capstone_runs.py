@@ -125,3 +125,16 @@ def test_seeds_make_an_ensemble_of_best_valid_members(out: Path, capsys: pytest.
     assert f"**{summary['test_accuracy']:.1%}**" in capsys.readouterr().out  # the same ensemble, evaluated again
     assert main(command) == 0 and "resumed from step 2" in capsys.readouterr().out  # finished members: not retrained
 
+
+
+def test_without_quick_a_cpu_trains_the_cpu_preset() -> None:
+    from course_lib.provided.capstone.run import parser
+    from course_lib.provided.capstone.stages import run_folder, settings
+    args = parser().parse_args(["finetune", "--model", "transformer", "--device", "cpu"])
+    run = settings(args, "finetune")
+    assert (run["preset"], run["bigrams"], run["seeds"], run["size"]) == ("cpu", 5, 5, "quick")
+    assert run_folder(args, "finetune").name == "finetune-transformer-cpu"
+    quick = settings(parser().parse_args(["finetune", "--quick", "--bigrams", "2"]), "finetune")
+    assert (quick["preset"], quick["bigrams"], quick["seeds"]) == ("quick", 2, 1)  # an option beats the preset
+    lstm = settings(parser().parse_args(["finetune", "--model", "lstm", "--device", "cpu"]), "finetune")
+    assert (lstm["preset"], lstm["bigrams"]) == ("cpu", 0)  # the preset's bigram inputs are the transformer's

@@ -62,11 +62,13 @@ def settings(args: argparse.Namespace, stage: str) -> dict[str, Any]:
     preset = PRESETS[name]
     steps = args.steps or preset["pretrain_steps" if stage == "pretrain" else "steps"]
     option = lambda key: preset[key] if getattr(args, key, None) is None else getattr(args, key)  # noqa: E731
+    explicit = getattr(args, "bigrams", None) is not None
+    bigrams = option("bigrams") if args.model == "transformer" or explicit else 0  # a preset's: the transformer's
     return {"stage": stage, "model": args.model, "preset": name, "size": preset["size"],
             "max_len": preset["max_len"], "batch_size": args.batch_size or preset["batch_size"], "steps": steps,
             "dropout": option("dropout"), "lr": args.lr or preset["lr"].get(args.model, 1e-3),
             "warmup": min(preset["warmup"], steps // 10 + 1), "eval_every": args.eval_every or preset["eval_every"],
-            "seed": args.seed, "impl": getattr(args, "impl", "learner"), "bigrams": option("bigrams"),
+            "seed": args.seed, "impl": getattr(args, "impl", "learner"), "bigrams": bigrams,
             "pretrain_text": option("pretrain_text"), "seeds": option("seeds")}
 
 
