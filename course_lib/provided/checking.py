@@ -220,7 +220,10 @@ def _raised_by_a_stub(exc: NotImplementedError) -> bool:
     """True when the innermost frame is a ``raise NotImplementedError`` statement (a stub's, or one the learner
     wrote); False when PyTorch raised it (a C++ kernel has no frame of its own: the innermost line is a call)."""
     frames = traceback.extract_tb(exc.__traceback__)
-    return not frames or (frames[-1].line or "").lstrip().startswith("raise NotImplementedError")
+    if not frames:
+        return True
+    in_torch = "torch" in Path(frames[-1].filename).parts  # nn.Module's own "missing forward" raise
+    return not in_torch and (frames[-1].line or "").lstrip().startswith("raise NotImplementedError")
 
 
 def _describe_exception(exc: BaseException) -> str:

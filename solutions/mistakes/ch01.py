@@ -53,6 +53,7 @@ def _leaf(x: Tensor) -> Tensor:
     return x.detach().requires_grad_(True)
 
 
+@torch.enable_grad()
 def norms_step_jacobian(rnn: nn.Module, x: Tensor) -> Tensor:
     """‖∂h_t/∂x_t‖_F: each input against the state of its own step."""
     x = _leaf(x)
@@ -67,6 +68,7 @@ def norms_step_jacobian(rnn: nn.Module, x: Tensor) -> Tensor:
 
 def norms_of_sum(last_only: bool) -> Callable[[nn.Module, Tensor], Tensor]:
     """‖∂(sum of h_last)/∂x_t‖, or with ``last_only`` False ‖∂(sum of all outputs)/∂x_t‖."""
+    @torch.enable_grad()
     def norms(rnn: nn.Module, x: Tensor) -> Tensor:
         x = _leaf(x)
         outputs, h_last = rnn(x)

@@ -56,6 +56,18 @@ def test_known_mistake_loses_points_with_its_own_message(chapter: str, mistake: 
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_diagnosis_is_given_only_with_its_evidence(chapter: str) -> None:
+    """Issue 18: no message claims a mistake its own evidence does not show. A known-wrong variant's results may
+    name other mistakes only beside its own (an "Or:" between mistakes that give the same outputs there)."""
+    wrong = {}
+    for mistake, impl in wrong_impls(chapter).items():
+        for r in chapters.run_chapter(chapter, impl):
+            if r.mistakes and mistake not in r.mistakes:
+                wrong[(mistake, r.case)] = r.mistakes
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_declared_mistake_has_a_variant(chapter: str) -> None:
     assert set(chapters.load_spec(chapter).MISTAKES) == set(wrong_impls(chapter))
 
@@ -226,3 +238,76 @@ def test_an_unnamed_crash_on_a_mask_case_gets_the_cases_hint() -> None:
         assert results[name].status == "fail" and "raised" in results[name].message, results[name]
         assert results[name].message.endswith(hint), results[name].message
     assert results["self-attention values"].status == "pass"  # no mask: nothing breaks, no hint
+
+
+# ------------------------------------------------------------------ chapter 06: the future-leak hint needs a leak
+def _transformer(**change: bool) -> type:
+    """The reference's Transformer with one change: no positional encoding in decode, no source mask to the
+    encoder, pad id 0 hard-coded, or a target mask without its causal part (a real leak)."""
+    from course_ref import masks, transformer
+
+    class Changed(transformer.Transformer):
+        def encode(self, src, src_mask=None):
+            return super().encode(src, None if change.get("no_src_mask") else src_mask)
+
+        def decode(self, tgt, memory, src_mask=None, tgt_mask=None):
+            if not change.get("no_pe_in_decode"):
+                return super().decode(tgt, memory, src_mask, tgt_mask)
+            return self.decoder(self.tgt_embed(tgt), memory, tgt_mask=tgt_mask, memory_mask=src_mask)
+
+        def forward(self, src, tgt):
+            pad = 0 if change.get("pad_0") else self.config.pad_id
+            tgt_mask = masks.padding_mask(tgt, pad) if change.get("leak") else masks.target_mask(tgt, pad)
+            src_mask = masks.padding_mask(src, pad)
+            return self.generator(self.decode(tgt, self.encode(src, src_mask), src_mask, tgt_mask))
+    return Changed
+
+
+@pytest.mark.parametrize("change,leaks", [("no_pe_in_decode", False), ("no_src_mask", False), ("pad_0", False),
+                                          ("leak", True)])
+def test_the_future_leak_hint_only_for_a_leak(change: str, leaks: bool) -> None:
+    """Issue 18: "Changing a later target token changed earlier outputs" was printed for bugs without a leak."""
+    from course_lib.provided.loader import PatchedImpl
+
+    impl = PatchedImpl(load_impl("reference"), {"transformer.Transformer": _transformer(**{change: True})})
+    (result,) = chapters.run_chapter("06", impl, cases=["no future leak"])
+    assert result.status == "fail", result
+    said = "Changing a later target token changed earlier outputs" in result.message or "future leak" in result.message
+    assert said == leaks, result.message
+
+
+# ------------------------------------------------------------------ what a failure is called
+def _raised(fn) -> BaseException:
+    try:
+        fn()
+    except BaseException as exc:  # noqa: BLE001
+        return exc
+    raise AssertionError("did not raise")
+
+
+def test_pytorch_not_implemented_is_not_a_stub() -> None:
+    """Issue 18: torch's NotImplementedError (bitwise_and on a float mask) is not "not implemented yet"."""
+    from course_lib.provided.checking import _describe_exception
+
+    def stub() -> None:
+        raise NotImplementedError("Chapter 02: implement scaled_dot_product_attention")
+
+    assert _describe_exception(_raised(stub)).startswith("not implemented yet: Chapter 02")
+    torch_raised = _describe_exception(_raised(lambda: torch.ones(2, dtype=torch.bool) & torch.ones(2)))
+    assert torch_raised.startswith("raised NotImplementedError") and "bitwise_and" in torch_raised, torch_raised
+    no_forward = _describe_exception(_raised(lambda: torch.nn.Module()(torch.ones(1))))
+    assert no_forward.startswith("raised NotImplementedError") and "forward" in no_forward, no_forward
+
+
+def test_a_float32_rounding_difference_says_so() -> None:
+    """Issue 18: "got -0.255, expected -0.255" becomes the level of the difference and its likely cause."""
+    from course_lib.provided.checking import compare_one
+
+    expected = torch.linspace(-1, 1, 7, dtype=torch.float64)
+    rounded = expected.float().double() + 3e-7 * torch.tensor([0, 1, 0, 0, 0, 0, 0.0], dtype=torch.float64)
+    message = compare_one("logits", rounded, expected, rtol=1e-7, atol=1e-9)
+    assert "1e-07 level" in message and "computed in float32, or a different order of operations?" in message, message
+    got, want = message.split("got ")[1].split(", expected ")
+    assert got != want.split(")")[0], message  # enough digits to tell them apart
+    wrong = compare_one("logits", expected + 0.1, expected, rtol=1e-7, atol=1e-9)
+    assert "level" not in wrong and "largest difference 0.1" in wrong, wrong

@@ -262,9 +262,10 @@ MISTAKES = {
                            "model has no [CLS] token; take the masked mean over the real tokens.",
     "mask_argument_ignored": "forward(tokens, mask) ignores the mask it is given and rebuilds one from pad_id: use "
                              "the mask argument when it is not None, in the encoder and in the pooling.",
-    "pre_ln_without_final_norm": "The encoder layers compute Pre-LN, x + sublayer(norm(x)), without a final norm, "
-                                 "although norm_first=False asks for Post-LN: each layer must be "
-                                 "x = norm1(x + attn(x)); x = norm2(x + ffn(x)) (chapter 05's Encoder does it).",
+    "pre_ln_without_final_norm": "The encoder's output is not layer-normalised, so its last step is no LayerNorm: "
+                                 "with norm_first=False every layer ends with its norm, x = norm2(x + ffn(x)) "
+                                 "(Post-LN, chapter 05's Encoder); layers that compute Pre-LN, x + sublayer(norm(x)), "
+                                 "without the stack's final norm (seed 000's) end with a residual sum instead.",
     "pool_wrong_axis": "masked_mean averages over the wrong axis (the d_model features, dim=-1): a sentence "
                        "vector is the mean over the positions, dim=1, so the result is (batch, d_model).",
     "no_sqrt_scale": "The token embeddings are not multiplied by √d_model: look the tokens up with "
