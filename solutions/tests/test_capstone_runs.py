@@ -124,6 +124,10 @@ def test_seeds_make_an_ensemble_of_best_valid_members(out: Path, capsys: pytest.
     assert main(["evaluate", "--model", "lstm", "--quick", "--out", str(out), "--show", "1"]) == 0
     assert f"**{summary['test_accuracy']:.1%}**" in capsys.readouterr().out  # the same ensemble, evaluated again
     assert main(command) == 0 and "resumed from step 2" in capsys.readouterr().out  # finished members: not retrained
+    torch.set_num_threads(2)  # the recording process's count is not the runs' (the fixture restores it)
+    assert main(["record", "--out", str(out), "--to", str(out / "record.json")]) == 0
+    record = json.loads((out / "record.json").read_text())
+    assert record["hardware"]["torch_threads"] == 1 and record["finetune"][0]["members"] == summary["members"]
 
 
 

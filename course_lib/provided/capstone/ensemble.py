@@ -95,6 +95,7 @@ def finetune_command(args: argparse.Namespace) -> int:
                            for s in summaries],
         "valid_accuracy": accuracy["valid"], "test_accuracy": accuracy["test"],
         "parameters": summaries[0]["parameters"], "vocab_size": summaries[0]["vocab_size"],
+        "threads": summaries[0].get("threads"),
         "train_seconds": sum(s["train_seconds"] for s in summaries),
         "train_cpu_seconds": sum(s.get("train_cpu_seconds", 0.0) for s in summaries),
         "wall_seconds": time.perf_counter() - start}

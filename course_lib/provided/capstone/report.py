@@ -148,7 +148,8 @@ def record_runs(out: Path) -> dict[str, Any]:
                          "curve": [(r["step"], r["valid_accuracy"]) for r in records
                                    if r.get("split") == "valid" and "valid_accuracy" in r]})
     cuda = torch.cuda.is_available()
-    used = sorted({run["threads"] for run in finetune if run.get("threads")})  # what the runs trained with
+    members = [json.loads(path.read_text(encoding="utf-8")) for path in out.glob("finetune-*/seed-*/summary.json")]
+    used = sorted({run["threads"] for run in finetune + members if run.get("threads")})  # what the runs trained with
     return {
         "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "hardware": {"machine": platform.machine(), "processor": platform.processor() or platform.machine(),
