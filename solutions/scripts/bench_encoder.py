@@ -218,7 +218,8 @@ def time_to_bar(runs: Path) -> None:
               "or pass --runs with a folder of runs or a recorded JSON)")
         return
     bar = next(b for b in record["baselines"] if b["name"].lower().startswith("tf-idf"))
-    where = record["hardware"]["gpu"] or f"CPU, {record['hardware']['torch_threads']} threads"
+    threads = record["hardware"]["torch_threads"]
+    where = record["hardware"]["gpu"] or f"CPU, {threads} thread{'s' * (threads != 1)}"
     print(f"time to beat TF-IDF ({bar['valid_accuracy']:.1%} valid), runs recorded {record['recorded'][:10]} on {where}:")
     for run in record["finetune"]:
         seconds = run["seconds_to_beat_tfidf_valid"]
@@ -227,7 +228,8 @@ def time_to_bar(runs: Path) -> None:
                 else f"ensemble of {len(run.get('members', []))}, valid {run['valid_accuracy']:.1%}, "
                      f"{run['train_seconds']:.0f} s of training")
         chosen = f", best-valid model {run['best_valid']['test_accuracy']:.1%}" if run.get("best_valid") else ""
-        print(f"  {run['name']:<28} {past}; test {run['test_accuracy']:.1%} at the last step{chosen}")
+        which = "(the ensemble of best-valid members)" if run.get("members") else "at the last step"
+        print(f"  {run['name']:<28} {past}; test {run['test_accuracy']:.1%} {which}{chosen}")
 
 
 if __name__ == "__main__":
