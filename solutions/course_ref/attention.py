@@ -32,10 +32,13 @@ def scaled_dot_product_attention(
 
     Returns:
         output:  (..., seq_q, d_v), the weighted sum of the values.
-        weights: (..., seq_q, seq_k), softmax of the scaled scores; each row sums to 1.
+        weights: (..., seq_q, seq_k), softmax of the scaled scores; each row sums to 1. With
+                 dropout_p > 0, the weights after dropout (some zeroed, the others divided by
+                 1 - dropout_p): the weights that mix the values.
 
     Steps: scores = Q Kᵀ / √d_k; masked scores become a very negative *finite* number (-inf would
-    turn a fully masked row into NaN); softmax over the keys (the last axis); output = weights V.
+    turn a fully masked row into NaN); softmax over the keys (the last axis); dropout on the weights
+    when dropout_p > 0 (torch.nn.functional.dropout); output = weights V.
     The inputs are never modified in place.
 
     Example: with one query equal to the only key, the weight is 1 and the output is the value:

@@ -24,6 +24,16 @@ def merge_no_transpose(x: Tensor) -> Tensor:
     return x.reshape(batch, seq, heads * d_k)
 
 
+def split_interleaved(x: Tensor, num_heads: int) -> Tensor:
+    batch, seq, d_model = x.shape
+    return x.view(batch, seq, d_model // num_heads, num_heads).permute(0, 3, 1, 2)  # head i: features i, i + h, ...
+
+
+def merge_interleaved(x: Tensor) -> Tensor:
+    batch, heads, seq, d_k = x.shape
+    return x.permute(0, 2, 3, 1).reshape(batch, seq, heads * d_k)
+
+
 def split_heads_first(x: Tensor, num_heads: int) -> Tensor:
     batch, seq, d_model = x.shape
     return x.view(batch, seq, num_heads, d_model // num_heads).permute(2, 0, 1, 3)  # (heads, batch, seq, d_k)
@@ -56,6 +66,8 @@ def module(split: Callable = ref.split_heads, merge: Callable = ref.merge_heads,
 _mha, _split, _merge = "multihead.MultiHeadAttention", "multihead.split_heads", "multihead.merge_heads"
 VARIANTS: dict[str, dict[str, Callable]] = {
     "reshape_no_transpose": {_split: split_no_transpose, _mha: module(split=split_no_transpose, merge=merge_no_transpose)},
+    "interleaved_heads": {_split: split_interleaved, _merge: merge_interleaved,
+                          _mha: module(split=split_interleaved, merge=merge_interleaved)},
     "merge_no_transpose": {_merge: merge_no_transpose, _mha: module(merge=merge_no_transpose)},
     "scale_by_d_model": {_mha: module(scale_d_model=True)},
     "no_output_projection": {_mha: module(project_out=False)},

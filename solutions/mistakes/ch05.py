@@ -17,13 +17,14 @@ from course_ref import encoder as ref
 PRE, POST = "pre", "post"
 
 
-def norm_class(dim: int = -1, unbiased: bool = False) -> type:
-    """A LayerNorm over axis ``dim``, with the unbiased variance when ``unbiased``."""
+def norm_class(dim: int = -1, unbiased: bool = False, eps_outside: bool = False) -> type:
+    """A LayerNorm over axis ``dim``, with the unbiased variance when ``unbiased``, eps outside the root."""
     class WrongNorm(ref.LayerNorm):
         def forward(self, x: Tensor) -> Tensor:
             mean = x.mean(dim=dim, keepdim=True)
             var = x.var(dim=dim, keepdim=True, unbiased=unbiased)
-            return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+            scale = torch.sqrt(var) + self.eps if eps_outside else torch.sqrt(var + self.eps)
+            return (x - mean) / scale * self.weight + self.bias
     return WrongNorm
 
 
@@ -109,6 +110,7 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "post_ln_for_pre_ln": variant(pre=POST),
     "norm_wrong_axis": variant(norm=norm_class(dim=-2)),
     "unbiased_variance": variant(norm=norm_class(unbiased=True)),
+    "eps_outside_sqrt": variant(norm=norm_class(eps_outside=True)),
     "post_ln_norm_before_residual": variant(post="post_norm_then_add"),
     "pre_ln_residual_from_normed": variant(pre="pre_from_normed"),
     "ffn_no_relu": variant(ffn=FFNNoReLU),

@@ -311,3 +311,16 @@ def test_a_float32_rounding_difference_says_so() -> None:
     assert got != want.split(")")[0], message  # enough digits to tell them apart
     wrong = compare_one("logits", expected + 0.1, expected, rtol=1e-7, atol=1e-9)
     assert "level" not in wrong and "largest difference 0.1" in wrong, wrong
+
+
+def test_key_T_is_named_on_every_check_it_breaks(tmp_path, monkeypatch) -> None:
+    """Issue 18: key.T was named on one case of fifteen; its crashes quote the line (at attention.py:N: ...key.T...)."""
+    reference = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
+    assert "key.transpose(-2, -1)" in reference
+    (tmp_path / "course_lib_dot_t").mkdir()
+    (tmp_path / "course_lib_dot_t" / "__init__.py").write_text("")
+    (tmp_path / "course_lib_dot_t" / "attention.py").write_text(reference.replace("key.transpose(-2, -1)", "key.T"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    failed = [r for r in chapters.run_chapter("02", Impl("course_lib_dot_t", "key.T")) if r.status != "pass"
+              and r.case != "built from scratch"]
+    assert len(failed) >= 10 and all(r.mistakes == ["dot_T"] for r in failed), [(r.case, r.message) for r in failed]

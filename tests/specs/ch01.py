@@ -228,8 +228,9 @@ CASES = [
     Case("gradient_norms under torch.no_grad()", 0.5, "norms_quietly",
          lambda s: sequence(s, batch=2, seq=7, input_size=3, hidden_size=4), seed=111, **GRAD,
          about="the norms in x's dtype without a graph, and the caller's x unchanged, not requiring grad",
-         hint="gradient_norms turns autograd on for itself (with torch.enable_grad():) on a leaf of its own "
-              "(x.detach().requires_grad_(True)), so that it works under torch.no_grad() and leaves x alone."),
+         hint="gradient_norms turns autograd on for itself (torch.enable_grad, as a context manager) on a leaf of "
+              "its own (a detached copy of x that requires grad), so that it works under torch.no_grad() and "
+              "leaves x alone."),
     Case("initial weights from U(-1/√hidden, 1/√hidden)", 0.5, "init",
          lambda s: {"x": torch.randn(2, 3, 20, generator=torch.Generator().manual_seed(s)),
                     "hidden_size": torch.tensor(50)}, seed=112, **INIT,
@@ -248,10 +249,10 @@ MISTAKES = {
                      "vanilla RNN of torch.nn.RNN, nonlinearity='tanh'), whose states stay within (-1, 1).",
     "sigmoid_for_tanh": "The step uses a sigmoid instead of tanh: the states must be tanh(...), within (-1, 1) and "
                         "centred on 0, not sigmoid(...) within (0, 1).",
-    "norms_without_enable_grad": "gradient_norms fails or gives nothing under torch.no_grad(): wrap the forward and "
-                                 "backward passes in `with torch.enable_grad():`.",
+    "norms_without_enable_grad": "gradient_norms fails or gives nothing under torch.no_grad(): turn autograd on for "
+                                 "the forward and backward passes inside it (torch.enable_grad, a context manager).",
     "norms_change_x": "gradient_norms turns on requires_grad on the caller's x (x.requires_grad_()): differentiate "
-                      "with respect to a leaf of your own, x.detach().requires_grad_(True).",
+                      "with respect to a leaf of your own, a detached copy of x that requires grad.",
     "transposed_weights": "The weights are used without their transpose. They are stored (out, in) like nn.Linear's: "
                           "weight_ih is (hidden_size, input_size), so compute x_t @ weight_ih.T and "
                           "h_prev @ weight_hh.T. (When input_size ≠ hidden_size the untransposed product fails "

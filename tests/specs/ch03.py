@@ -250,6 +250,9 @@ MISTAKES = {
     "reshape_no_transpose": "split_heads reshapes (batch, seq, d_model) straight to (batch, heads, seq, d_k) without a "
                             "transpose, which mixes positions across heads: view it as (batch, seq, heads, d_k), then "
                             "transpose(1, 2).",
+    "interleaved_heads": "The heads take interleaved features (head i gets features i, i + h, i + 2h, ...): head i "
+                         "holds the contiguous slice i*d_k ... (i+1)*d_k - 1. View the last axis as (heads, d_k), "
+                         "x.view(batch, seq, heads, d_k), not (d_k, heads).",
     "merge_no_transpose": "merge_heads reshapes (batch, heads, seq, d_k) straight to (batch, seq, d_model): transpose "
                           "back to (batch, seq, heads, d_k) first (transpose(1, 2)), then reshape.",
     "scale_by_d_model": "The scores are scaled by √d_model instead of √d_k, the width of one head: call your chapter "

@@ -319,6 +319,8 @@ MISTAKES = {
     "pre_ln_residual_from_normed": "Pre-LN whose residual starts from the normalised input, h = norm1(x); "
                                    "x = h + attn(h): the residual must carry the un-normalised x, "
                                    "x = x + attn(norm1(x)) (and x = x + ffn(norm2(x))).",
+    "eps_outside_sqrt": "eps is added outside the square root, (x - mean) / (sqrt(var) + eps): it goes inside, "
+                        "(x - mean) / sqrt(var + eps), as torch.nn.LayerNorm computes it.",
     "ffn_no_relu": "The feed-forward network has no ReLU between its two linear layers, so it is one linear map: "
                    "compute linear2(dropout(relu(linear1(x)))).",
     "mask_not_passed": "The padding mask does not reach the self-attention, so real tokens attend to padding: "
