@@ -31,20 +31,23 @@ kernelspec:
 # {title}
 
 ```{{code-cell}} ipython3
-print(6 * 7)
+{code}
 ```
 """
 SERVICES = ("colab.research.google.com", "mybinder.org", "git-pull?")
 
 
-def build(root: Path, settings: dict[str, str]) -> Path:
-    """Build a two-page book at ``root`` with the launch extension and ``settings``; return its HTML folder."""
+def build(root: Path, settings: dict[str, str], extensions: tuple[str, ...] = ("launch_buttons",),
+          code: str = "print(6 * 7)") -> Path:
+    """Build a two-page book at ``root`` whose pages run ``code``, with the book's ``extensions`` and
+    ``settings``, warnings as errors; return its HTML folder."""
     (root / "book").mkdir(parents=True)
     for name, title in (("02_attention", "2. Attention"), ("08_capstone", "8. Capstone")):
-        (root / "book" / f"{name}.md").write_text(PAGE.format(title=title), encoding="utf-8")
+        (root / "book" / f"{name}.md").write_text(PAGE.format(title=title, code=code), encoding="utf-8")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/02_attention\nchapters:\n  - file: book/08_capstone\n")
-    config = {"title": "tiny", "only_build_toc_files": True, "execute": {"execute_notebooks": "force"},
-              "sphinx": {"local_extensions": {"launch_buttons": str(REPO_ROOT / "book" / "_ext")}, "config": settings}}
+    local = {name: str(REPO_ROOT / "book" / "_ext") for name in extensions}
+    config = {"title": "tiny", "only_build_toc_files": True, "execute": {"execute_notebooks": "force", "stderr_output": "warn"},
+              "sphinx": {"local_extensions": local, "config": settings}}
     (root / "_config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     proc = subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(root), "--path-output",
                            str(root), "--warningiserror"], capture_output=True, text=True, timeout=600)
