@@ -9,6 +9,7 @@ from course_lib.provided import chapters
 from course_lib.provided.layout import SpecError, chapter_facts
 
 from .gradebook import MANUAL, Gradebook
+from .lms import write_lms
 from .rows import GradeRow, total
 from .submissions import disk_name
 
@@ -86,9 +87,10 @@ def _mistake_texts() -> dict[str, dict[str, str]]:
 
 
 def export(book: Gradebook, out: Path) -> None:
-    """Write grades.csv, totals.csv and feedback/<learner>.md from the grade table."""
+    """Write grades.csv, totals.csv, lms.csv, lms_canvas.csv and feedback/<learner>.md from the grade table."""
     book.export_csv(out / "grades.csv")
     book.export_totals(out / "totals.csv")
+    write_lms(book.table(), out)  # lms.csv, lms_canvas.csv: one column per chapter, for an LMS gradebook
     folder = out / "feedback"
     folder.mkdir(exist_ok=True)
     texts = _mistake_texts()

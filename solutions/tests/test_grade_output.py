@@ -34,6 +34,10 @@ def test_closed_stdout_changes_no_grade(tmp_path: Path) -> None:
     assert set(totals) == {(name, "course_lib") for name in ("ann", "ben", "cal")}
     assert len({points for points, _ in totals.values()}) == 1
     assert all(points == possible and float(points) > 0 for points, possible in totals.values()), totals
+    with open(tmp_path / "out" / "lms.csv", newline="", encoding="utf-8") as fh:  # the LMS gradebook's shape
+        lms = {r["learner"]: r for r in csv.DictReader(fh)}
+    assert set(lms) == {"ann", "ben", "cal"}
+    assert {r[next(k for k in r if k.startswith("ch02"))] for r in lms.values()} == {next(iter(totals.values()))[0]}
 
 
 def test_a_notebook_is_read_never_run(tmp_path: Path) -> None:
