@@ -15,7 +15,8 @@ autocast, as the capstone trains.
 **Throughput.** The two sides alternate ``--rounds`` times (ours first in even rounds, PyTorch's first in
 odd ones), each timing ``--steps`` steps. Each round gives a ratio ours / PyTorch's from two measurements
 made seconds apart, so a load that comes and goes on a shared machine moves both; the script prints the
-median ratio and its interquartile range (goal: at least 1.0).
+median ratio and its interquartile range (goal: at least 1.0), and the same ratio per second of the
+process's CPU time, which other processes' load moves less than wall time (with one thread).
 
 **Peak memory.** Each side runs in a fresh process of its own (this script with ``--peak-of``): on cuda
 ``torch.cuda.max_memory_allocated`` over one training step; on the CPU the peak of the tensors alive during
@@ -119,9 +120,11 @@ def step_fn(build: Build, size: dict, device: torch.device, lengths: list[list[i
     return step, sum(p.numel() for p in model.parameters())
 
 
-def examples_per_second(step: Callable[[], int], n: int) -> float:
-    start, examples = time.perf_counter(), sum(step() for _ in range(n))
-    return examples / (time.perf_counter() - start)
+def examples_per_second(step: Callable[[], int], n: int) -> tuple[float, float]:
+    """Examples per second of wall time, and per second of this process's CPU time, over ``n`` steps."""
+    start, cpu_start = time.perf_counter(), time.process_time()
+    examples = sum(step() for _ in range(n))
+    return examples / (time.perf_counter() - start), examples / (time.process_time() - cpu_start)
 
 
 def peak_of(name: str, preset: str, device: torch.device, lengths: list[list[int]], compile: bool) -> dict[str, int]:
@@ -184,9 +187,12 @@ def main() -> int:
         for _ in range(8 if args.compile else 1):
             step()  # warm-up, and compilation for each batch length
     rates: dict[str, list[float]] = {name: [] for name in SIDES}
+    cpu_rates: dict[str, list[float]] = {name: [] for name in SIDES}
     for round_ in range(args.rounds):
         for name in (list(SIDES) if round_ % 2 == 0 else list(SIDES)[::-1]):
-            rates[name].append(examples_per_second(steps[name][0], args.steps))
+            wall, cpu = examples_per_second(steps[name][0], args.steps)
+            rates[name].append(wall)
+            cpu_rates[name].append(cpu)
     peaks = peaks_in_fresh_processes(args, lengths)
     print(f"capstone {args.preset} sizes {size} on {device} ({args.threads} thread{'s' * (args.threads != 1)}"
           f"{', bf16 autocast' if device.type == 'cuda' else ''}), {'torch.compile on both, ' if args.compile else ''}"
@@ -201,6 +207,9 @@ def main() -> int:
     q1, median, q3 = quartiles(ratios)
     print(f"throughput ratio ours / PyTorch's = {median:.2f} (interquartile range {q1:.2f}-{q3:.2f} over "
           f"{len(ratios)} rounds; goal >= 1.0: {'met' if median >= 1.0 else 'NOT met'})")
+    c1, cpu_median, c3 = quartiles([a / b for a, b in zip(*cpu_rates.values())])
+    print(f"per CPU second (what other processes' load moves least) = {cpu_median:.2f} "
+          f"(interquartile range {c1:.2f}-{c3:.2f})")
     ours_peak, their_peak = (peaks[name]["tensors"] for name in SIDES)
     print(f"peak tensor memory ratio ours / PyTorch's = {ours_peak / their_peak:.2f}")
     time_to_bar(Path(args.runs))

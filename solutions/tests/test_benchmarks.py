@@ -33,6 +33,7 @@ def test_bench_encoder_compares_two_models_of_the_same_size(tmp_path) -> None:
     assert "capstone quick sizes {'d_model': 128, 'num_heads': 4, 'd_ff': 256" in proc.stdout  # the capstone's own
     assert re.search(r"throughput ratio ours / PyTorch's = \d+\.\d\d \(interquartile range \d+\.\d\d-\d+\.\d\d "
                      r"over 2 rounds", proc.stdout), proc.stdout
+    assert re.search(r"per CPU second .* = \d+\.\d\d \(interquartile range", proc.stdout), proc.stdout
     assert re.search(r"peak tensor memory ratio ours / PyTorch's = \d+\.\d\d", proc.stdout), proc.stdout
 
 
