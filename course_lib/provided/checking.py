@@ -22,8 +22,8 @@ Two more ways a spec names what went wrong, without false passes:
   source, never by running it: see ``ready_made.py``.
 
 A message claims only what its own evidence shows: a case's ``hint`` follows a failure of the kinds named in
-``hint_on`` (a relation's property, or how the outputs differ: "values", "nonfinite", "shape", "dtype", "type",
-"missing"), and a value that differs by float32 rounding only is called that, not "wrong".
+``hint_on`` (a relation's property, the output that differs, or how: "values", "nonfinite", "shape", "dtype",
+"type", "missing"), and a value that differs by float32 rounding only is called that, not "wrong".
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class Case:
     make_inputs(seed) is deterministic; ``ignore(inputs)`` may give, per output key, a bool tensor of
     positions not graded (still required finite). ``hint`` follows a wrong value no known mistake explains,
     ``hint_if_raises`` an exception no ``RAISES`` pattern names; ``hint_on``, when given, limits ``hint`` to failures
-    of those kinds (relation properties, or "values", "nonfinite", "shape", "dtype", "type", "missing"). ``ready_made``: only on a ready-made case.
+    of those kinds (relation properties, output keys, or "values", "nonfinite", "shape", "dtype", "type", "missing"). ``ready_made``: only on a ready-made case.
     ``relation(outputs, inputs)``: {property: message} for each property between the outputs that fails
     ({} when all hold); the outputs named in ``free`` are judged by it alone (not compared with the reference).
     """
@@ -173,7 +173,7 @@ def compare_one(name: str, actual: Any, expected: Tensor, rtol: float, atol: flo
 
 def _compare(actual: Any, expected: Outputs, rtol: float, atol: float,
              ignore: dict[str, Tensor] | None = None) -> tuple[str, str] | None:
-    """(kind, message) of the first output that differs; None when they all match."""
+    """("<kind> <output>", message) of the first output that differs; None when they all match."""
     if not isinstance(actual, dict):
         return "type", f"the probe returned {type(actual).__name__}, expected a dict of tensors"
     missing = sorted(set(expected) - set(actual))
@@ -182,7 +182,7 @@ def _compare(actual: Any, expected: Outputs, rtol: float, atol: float,
     for key in expected:
         found = _difference(key, actual[key], expected[key], rtol, atol, (ignore or {}).get(key))
         if found:
-            return found
+            return f"{found[0]} {key}", found[1]  # the kind, then the output it is about
     return None
 
 
@@ -284,7 +284,7 @@ def judge(chapter: str, case: Case, actual: Outputs | BaseException, inputs: dic
         names = [n for n, wrong in mistakes.items() if set(broken_properties(case, wrong, inputs)) == set(broken)]
     if names:
         return known(names, message)
-    hinted = case.hint and (not case.hint_on or set(case.hint_on) & {kind, *broken})
+    hinted = case.hint and (not case.hint_on or set(case.hint_on) & {*kind.split(" ", 1), *broken})
     return fail(f"{message}. {case.hint}".strip() if hinted else message)
 
 

@@ -24,7 +24,7 @@ CASES = [
                                                                     h0=True), seed=9105),
     Case("h-forward-float64-h0", 1.0, "forward",
          lambda s: sequence(s, seq=8, input_size=2, hidden_size=5, h0=True, dtype=torch.float64), seed=9106,
-         rtol=1e-7, atol=1e-9),
+         rtol=1e-7, atol=1e-9, about="float64 end to end, with an initial state"),
     Case("h-gradients-long", 1.0, "gradients", lambda s: sequence(s, batch=3, seq=10, input_size=4, hidden_size=2,
                                                                    h0=True), seed=9107),
     Case("h-norms-linear-slow", 1.0, "norms_linear", lambda s: linear(s, batch=3, seq=12, input_size=2,

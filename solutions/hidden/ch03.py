@@ -31,7 +31,8 @@ CASES = [
          lambda s: attention_inputs(s, batch=3, seq_q=5, seq_k=6, d_model=12, heads=3, mask="padding"), seed=9408),
     Case("h-float64-padding", 1.0, "forward",
          lambda s: attention_inputs(s, batch=2, seq_q=4, d_model=20, heads=5, mask="padding", dtype=torch.float64),
-         seed=9409, rtol=1e-7, atol=1e-9),
+         seed=9409, rtol=1e-7, atol=1e-9,
+         about="float64 end to end, with a padding mask"),
     # every shape the docstring promises: any seq_q, a single query included (a decoding step's cross-attention),
     # and every mask broadcastable to (batch, heads, seq_q, seq_k), beyond the public two
     Case("h-cross-one-query", 1.0, "forward",

@@ -31,7 +31,8 @@ CASES = [
          seed=9508),
     Case("h-float64-post-ln-stack", 1.0, "forward",
          lambda s: layer_inputs(s, batch=3, seq=4, d_model=12, heads=4, layers=2, mask=True, dtype=torch.float64),
-         seed=9509, rtol=1e-7, atol=1e-9),
+         seed=9509, rtol=1e-7, atol=1e-9,
+         about="float64 end to end, a Post-LN stack"),
     # every shape the docstrings promise: LayerNorm and the FFN take any leading axes, none included; an
     # EncoderLayer takes any mask broadcastable to (batch, heads, seq, seq)
     Case("h-norm-one-vector", 1.0, "norm", lambda s: norm_inputs(s, shape=(16,), shift=3.0, scale=2.0), seed=9510),

@@ -17,7 +17,7 @@ CASES = [
     Case("h-pool-long", 1.0, "pool", lambda s: pool_inputs(s, batch=5, seq=11, d_model=12), seed=9801),
     Case("h-pool-empty-rows-float64", 1.0, "pool",
          lambda s: pool_inputs(s, batch=2, seq=4, d_model=6, empty_row=True, dtype=torch.float64), seed=9802,
-         rtol=1e-7, atol=1e-9),
+         rtol=1e-7, atol=1e-9, about="float64 end to end, a row of padding only"),
     Case("h-no-layers-wide", 1.0, "logits", lambda s: model_inputs(s, d_model=32, layers=0, padded=False, classes=3),
          seed=9803),
     Case("h-post-ln-pad-id-3", 1.0, "logits",

@@ -258,4 +258,4 @@ def test_constant_logits_earn_no_property_case(graded) -> None:
     """Issue 17, point 5: a classifier with every member but constant logits and no encoder run (it earned 4.5)."""
     scores = graded[("constant", "08")]
     cases = [label for label, probe in labels("08") if probe in PROPERTY_PROBES["08"]]
-    assert len(cases) == 4 and all(scores[label] == 0 for label in cases), scores
+    assert len(cases) == 5 and all(scores[label] == 0 for label in cases), scores

@@ -230,7 +230,7 @@ CASES = [
          about="query, key, value and mask unchanged after the call, whose output depends on the query",
          relation=depends_on_query, free=("output",),
          hint="Your function changed one of its inputs in place (an in-place op such as /=, masked_fill_ "
-              "or softmax_ on an input): compute on new tensors."),
+              "or softmax_ on an input): compute on new tensors.", hint_on=("query", "key", "value", "mask")),
     Case("key mask (seq_k,)", 0.5, "forward", lambda s: with_mask(s, "keys"), seed=210,
          about="a 1-D mask broadcast over batch, heads and queries"),
     Case("mask (batch, 1, seq_q, seq_k)", 0.5, "forward", lambda s: with_mask(s, "queries"), seed=211,

@@ -241,7 +241,7 @@ CASES = [
          lambda s: {**attention_inputs(s, d_model=12, heads=3), "bad_heads": torch.tensor(5)}, seed=312,
          about="MultiHeadAttention(12, 5) raises a ValueError; (12, 3) works",
          hint="Raise ValueError in __init__ when d_model % num_heads != 0: each head gets d_k = d_model / "
-              "num_heads features."),
+              "num_heads features.", hint_on=("raises_ValueError",)),
     ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made attention (read from the source, not run)"),
 ]
 

@@ -234,7 +234,8 @@ CASES = [
     Case("pe is a buffer, not a parameter", 1.0, "buffer", lambda s: table_size(s, 16, 8), seed=405,
          about="registered buffer (1, max_len, d_model): in state_dict, moved by .to(), not trained",
          hint="Store the table with self.register_buffer('pe', table), table of shape (1, max_len, d_model): a "
-              "buffer is saved in state_dict and moves with .to(), and the optimiser never sees it."),
+              "buffer is saved in state_dict and moves with .to(), and the optimiser never sees it.",
+         hint_on=("pe_is_a_buffer", "pe_is_a_parameter", "pe_requires_grad", "pe_in_state_dict", "pe_follows_to(float64)")),
     Case("dropout in training mode", 1.0, "dropout", lambda s: embeddings(s, batch=4, seq=20), seed=406, **DROPOUT,
          about="p = 0.5: half the elements zeroed (within 5 binomial standard errors), the others (x + pe) / (1 - p); "
                "x + pe in evaluation mode", hint_on=("none_zeroed", "all_zeroed", "kept_scaled", "rate"),
@@ -243,7 +244,8 @@ CASES = [
     Case("clear error past max_len", 0.5, "too_long", lambda s: embeddings(s, seq=15, d_model=8, max_len=12),
          seed=407, about="seq 15 > max_len 12 raises a ValueError naming 15 and 12; seq 12 gives x + pe",
          hint="Before adding, compare x.size(1) with max_len and raise ValueError(f\"... {seq} ... {max_len} ...\") "
-              "saying to build the module with a larger max_len."),
+              "saying to build the module with a larger max_len.",
+         hint_on=("raises_ValueError", "message_names_seq_and_max_len")),
     Case("bfloat16 in, bfloat16 out", 0.5, "add", lambda s: embeddings(s, d_model=8, dtype=torch.bfloat16),
          seed=408, about="the module in bfloat16 keeps the dtype of x", **BFLOAT),
     Case("TokenEmbedding: scaled by √d_model", 1.5, "embed", lambda s: tokens(s), seed=409,

@@ -262,7 +262,7 @@ CASES = [
          about="no real label at all: the loss is 0 (not NaN) and so is its gradient; the same logits with "
                "real labels give the reference's loss", hint_if_raises=LOSS_HINT,
          hint="With no real label the mean has nothing to average: divide by the number of real labels "
-              "clamped to at least 1, so that the loss is 0, not 0 / 0 = NaN."),
+              "clamped to at least 1, so that the loss is 0, not 0 / 0 = NaN.", hint_on=("nonfinite",)),
     Case("smoothing 0 is the cross-entropy; pad id 4", 0.5, "loss",
          lambda s: loss_inputs(s, vocab=8, pad=4, smoothing=0.0, padding_rows=1), seed=706,
          about="eps = 0: -log p(label) averaged over the real labels; the last row is all padding; the pad id "

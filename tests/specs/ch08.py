@@ -209,7 +209,7 @@ CASES = [
     Case("masked_mean: a row of padding only gives zeros", 1.0, "pool", lambda s: pool_inputs(s, empty_row=True),
          seed=802, about="the last row has no real token: its mean is zeros, not NaN",
          hint="Divide by the number of real tokens clamped to at least 1 (count.clamp(min=1)), so that an empty "
-              "row gives 0 / 1 = 0 instead of 0 / 0 = NaN."),
+              "row gives 0 / 1 = 0 instead of 0 / 0 = NaN.", hint_on=("nonfinite",)),
     Case("masked_mean: float64 in, float64 out", 0.5, "pool", lambda s: pool_inputs(s, dtype=torch.float64),
          seed=803, about="the dtype of x is kept (the count converted to x's dtype)", rtol=1e-7, atol=1e-9),
     Case("no encoder layers, no padding: embeddings × √d_model", 1.0, "logits",
