@@ -49,7 +49,7 @@ from course_lib.provided.capstone.data import reviews
 from course_lib.provided.capstone.models import SIZES
 from course_lib.provided.capstone.report import record_runs
 from course_lib.provided.capstone.stages import PRESETS
-from course_ref.encoder import Encoder
+from course_ref.encoder import Encoder, LayerNorm
 
 Build = Callable[[dict], tuple[nn.Module, Callable[[nn.Module, Tensor, Tensor], Tensor]]]
 
@@ -88,6 +88,14 @@ def pytorch(size: dict) -> tuple[nn.Module, Callable[[nn.Module, Tensor, Tensor]
                                        batch_first=True, norm_first=False)
     model = nn.TransformerEncoder(layer, size["num_layers"], enable_nested_tensor=False)
     return model, lambda m, x, keep: m(x, src_key_padding_mask=~keep)   # PyTorch: True = ignore
+
+
+def centred_layer_norm(self: LayerNorm, x: Tensor) -> Tensor:
+    """The proposed reference LayerNorm (``--centred-layernorm``): the same formula, centred once,
+    multiplied by 1/sqrt(var + eps). x (..., d_model) -> (..., d_model)."""
+    centred = x - x.mean(dim=-1, keepdim=True)                     # (..., d_model)
+    var = (centred * centred).mean(dim=-1, keepdim=True)           # (..., 1), biased
+    return centred * torch.rsqrt(var + self.eps) * self.weight + self.bias  # (..., d_model)
 
 
 SIDES: dict[str, Build] = {"ours (course_ref Encoder)": ours, "torch.nn.TransformerEncoder": pytorch}
@@ -146,7 +154,7 @@ def peaks_in_fresh_processes(args: argparse.Namespace, lengths: list[list[int]])
     for name in SIDES:
         command = [sys.executable, __file__, "--peak-of", name, "--preset", args.preset, "--device", args.device,
                    "--threads", str(args.threads), "--lengths", json.dumps(lengths),
-                   *(["--compile"] if args.compile else [])]
+                   *(["--compile"] if args.compile else []), *(["--centred-layernorm"] if args.centred_layernorm else [])]
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         found[name] = json.loads(done.stdout.strip().splitlines()[-1])
     return found
@@ -171,12 +179,16 @@ def main() -> int:
     parser.add_argument("--compile", action="store_true", help="torch.compile both models (as `course capstone "
                         "--compile` does); compiling happens in the untimed warm-up step")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (default 1, as the capstone trains)")
+    parser.add_argument("--centred-layernorm", action="store_true", help="time our encoder with the LayerNorm "
+                        "proposed for chapter 05 (centred once, times rsqrt), patched in this process only")
     parser.add_argument("--peak-of", choices=sorted(SIDES), help=argparse.SUPPRESS)  # the fresh process per side
     parser.add_argument("--lengths", help=argparse.SUPPRESS)                           # and its batches' lengths
     args = parser.parse_args()
     args.preset = "quick" if args.quick else args.preset
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
+    if args.centred_layernorm:
+        LayerNorm.forward = centred_layer_norm  # type: ignore[method-assign]
     if args.peak_of:
         print(json.dumps(peak_of(args.peak_of, args.preset, device, json.loads(args.lengths), args.compile)))
         return 0
@@ -196,7 +208,8 @@ def main() -> int:
     peaks = peaks_in_fresh_processes(args, lengths)
     print(f"capstone {args.preset} sizes {size} on {device} ({args.threads} thread{'s' * (args.threads != 1)}"
           f"{', bf16 autocast' if device.type == 'cuda' else ''}), {'torch.compile on both, ' if args.compile else ''}"
-          f"torch {torch.__version__}; {args.rounds} rounds of {args.steps} steps, real review lengths")
+          f"torch {torch.__version__}; {args.rounds} rounds of {args.steps} steps, real review lengths"
+          f"{'; ours with the centred LayerNorm' if args.centred_layernorm else ''}")
     memory = "peak MiB (cuda)" if device.type == "cuda" else "tensors MiB  process MiB"
     print(f"{'model':<30} {'parameters':>11} {'examples/s':>11} {memory}")
     for name, (_, params) in steps.items():

@@ -79,3 +79,20 @@ def test_peak_tensor_bytes_adds_up_what_is_alive_at_once() -> None:
 
     assert abs(peak_tensor_bytes(two_at_once) - 2 * mib) < 0.1 * mib  # the real peak: two tensors alive
     assert peak_bytes(two_at_once) < 1.1 * mib  # what the encoder bench printed before: one operator's, not a peak
+
+
+def test_the_proposed_centred_layernorm_is_the_same_formula() -> None:
+    import importlib.util
+
+    import torch
+    spec = importlib.util.spec_from_file_location("bench_encoder", LAYOUT.root / "solutions/scripts/bench_encoder.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    norm = bench.LayerNorm(16)
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5)
+        norm.bias.uniform_(-1, 1)
+    x = torch.randn(3, 5, 16) * 4 + 2
+    expected = torch.nn.functional.layer_norm(x, (16,), norm.weight, norm.bias)
+    torch.testing.assert_close(bench.centred_layer_norm(norm, x), expected, rtol=0, atol=2e-6)
+    torch.testing.assert_close(norm(x), expected, rtol=0, atol=2e-6)  # the reference, as it is
