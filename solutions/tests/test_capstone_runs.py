@@ -142,3 +142,15 @@ def test_without_quick_a_cpu_trains_the_cpu_preset() -> None:
     assert (quick["preset"], quick["bigrams"], quick["seeds"]) == ("quick", 2, 1)  # an option beats the preset
     lstm = settings(parser().parse_args(["finetune", "--model", "lstm", "--device", "cpu"]), "finetune")
     assert (lstm["preset"], lstm["bigrams"]) == ("cpu", 0)  # the preset's bigram inputs are the transformer's
+
+
+def test_bigram_inputs_pretrain_then_fine_tune_with_the_pretrained_pairs(out: Path) -> None:
+    common = ["--model", "transformer", "--preset", "cpu", "--impl", "reference", "--steps", "2", "--eval-every", "2",
+              "--batch-size", "8", "--out", str(out), "--no-progress"]
+    assert main(["pretrain", *common]) == 0
+    _, pretrained = latest_checkpoint(out / "pretrain-transformer-cpu" / "checkpoints")
+    keys = pretrained["model"]["encoder.embed.keys"]  # the pairs of news + train reviews seen 5 times
+    assert pretrained["settings"]["run"]["bigrams"] == 5 and len(keys) > 10_000
+    assert main(["finetune", *common, "--seeds", "1", "--pretrained", str(out / "pretrain-transformer-cpu")]) == 0
+    _, tuned = latest_checkpoint(out / "finetune-transformer-cpu" / "checkpoints")
+    assert torch.equal(tuned["model"]["embed.keys"], keys) and tuned["settings"]["run"]["bigrams"] == "pretrained"
