@@ -97,9 +97,22 @@ def used_chapters(number: str, impl) -> set[str]:
     return used
 
 
+def results_and_causes(number: str, impl, annotate: bool = True) -> tuple[list[Result], dict[str, tuple[int, int]], str]:
+    """The chapter's public results, with (``annotate``) failed ones headed by the note naming the earlier chapters
+    that fail their own checks *and* that this chapter's code uses (``used_chapters``); those {chapter: (failed,
+    run)}; the note."""
+    results, failing = chapters.run_with_prerequisites(number, impl, annotate=False)
+    failing = {p: v for p, v in failing.items() if p in used_chapters(number, impl)}
+    note = chapters.prereq_note(number, failing)
+    for r in results if note and annotate else []:
+        if r.status != "pass":
+            r.message = f"{note} [{r.message}]"
+    return results, failing, note
+
+
 def check(chapter: str, which: str = "learner") -> list[Result]:
     """The chapter's public checks; a failed one names an earlier chapter it uses that fails its own."""
-    return chapters.run_with_prerequisites(chapter, load_impl(which))[0]
+    return results_and_causes(chapters.normalise(chapter), load_impl(which))[0]
 
 
 def _where(which: str) -> str:
@@ -123,13 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"course check: {err}", file=sys.stderr)
         return 2
-    results, failing = chapters.run_with_prerequisites(number, impl, annotate=False)
-    failing = {p: v for p, v in failing.items() if p in used_chapters(number, impl)}
-    note = chapters.prereq_note(number, failing)
-    if note and args.json:
-        for r in results:
-            if r.status != "pass":
-                r.message = f"{note} [{r.message}]"
+    results, failing, note = results_and_causes(number, impl, annotate=args.json)  # the table prints it once
     earned, possible = total(results)
     where = _where(args.impl)
     if args.json:
