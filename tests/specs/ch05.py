@@ -62,14 +62,17 @@ def ffn_inputs(seed: int, batch: int = 2, seq: int = 5, d_model: int = 12, d_ff:
     return inputs
 
 
-def _layer(g: torch.Generator, prefix: str, d_model: int, d_ff: int, dtype: torch.dtype) -> dict[str, Tensor]:
+def _layer(g: torch.Generator, prefix: str, d_model: int, d_ff: int, dtype: torch.dtype,
+           cross: bool = False) -> dict[str, Tensor]:
+    """The parameters of one encoder layer, or with ``cross`` of a decoder layer (chapter 06), named from ``prefix``."""
     params: dict[str, Tensor] = {}
-    for name in ("w_q", "w_k", "w_v", "w_o"):
-        params.update(_linear(g, f"{prefix}self_attn.{name}", d_model, d_model, dtype))
+    for attn in ("self_attn", "cross_attn") if cross else ("self_attn",):
+        for name in ("w_q", "w_k", "w_v", "w_o"):
+            params.update(_linear(g, f"{prefix}{attn}.{name}", d_model, d_model, dtype))
     params.update(_linear(g, f"{prefix}ffn.linear1", d_model, d_ff, dtype))
     params.update(_linear(g, f"{prefix}ffn.linear2", d_ff, d_model, dtype))
-    params.update(_norm(g, f"{prefix}norm1", d_model, dtype))
-    params.update(_norm(g, f"{prefix}norm2", d_model, dtype))
+    for i in (1, 2, 3) if cross else (1, 2):
+        params.update(_norm(g, f"{prefix}norm{i}", d_model, dtype))
     return params
 
 

@@ -9,6 +9,8 @@ outputs come from the reference (tests/reference/ch06.pt).
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import Tensor, nn
 
@@ -22,6 +24,7 @@ REQUIRES = ["04", "05"]  # TokenEmbedding and PositionalEncoding (04); LayerNorm
 
 _ch05 = load_spec("05")  # chapter 05's makers of linear and norm weights, and its loader of parameters by name
 _linear, _norm = _ch05._linear, _ch05._norm
+_layer = functools.partial(_ch05._layer, cross=True)  # a decoder layer's parameters (cross=False: an encoder layer's)
 P = _ch05.P  # prefix of the inputs that are parameters, e.g. "p:cross_attn.w_q.weight"
 
 
@@ -41,20 +44,6 @@ def mask_inputs(seed: int, batch: int = 3, seq: int = 6, vocab: int = 10, pad_id
     """tokens (batch, seq) padded at the end, a different number of pads per sequence, and pad_id."""
     g = torch.Generator().manual_seed(seed)
     return {"tokens": _tokens(g, batch, seq, vocab, pad_id), "pad_id": torch.tensor(pad_id), "n": torch.tensor(seq)}
-
-
-def _layer(g: torch.Generator, prefix: str, d_model: int, d_ff: int, dtype: torch.dtype,
-           cross: bool = True) -> dict[str, Tensor]:
-    """The parameters of one decoder layer (``cross``) or encoder layer, named from ``prefix``."""
-    params: dict[str, Tensor] = {}
-    for attn in ("self_attn", "cross_attn") if cross else ("self_attn",):
-        for name in ("w_q", "w_k", "w_v", "w_o"):
-            params.update(_linear(g, f"{prefix}{attn}.{name}", d_model, d_model, dtype))
-    params.update(_linear(g, f"{prefix}ffn.linear1", d_model, d_ff, dtype))
-    params.update(_linear(g, f"{prefix}ffn.linear2", d_ff, d_model, dtype))
-    for i in (1, 2, 3) if cross else (1, 2):
-        params.update(_norm(g, f"{prefix}norm{i}", d_model, dtype))
-    return params
 
 
 def decoder_inputs(seed: int, batch: int = 2, tgt_seq: int = 5, src_seq: int = 7, d_model: int = 12,
@@ -276,7 +265,8 @@ def model_config(impl, inputs: dict[str, Tensor]) -> Outputs:
 
 
 PROBES = {"padding": padding, "causal": causal, "target": target, "decoder": decoder_forward,
-          "training": decoder_training, "gradients": decoder_gradients, "model": model_forward, "future": future_leak, "config": model_config}
+          "training": decoder_training, "gradients": decoder_gradients, "model": model_forward, "future": future_leak,
+          "config": model_config}
 
 # ---------------------------------------------------------------- the public cases (17 points)
 # PyTorch's ready-made counterparts of this chapter's components (fnmatch patterns on the parts of a name).
