@@ -143,6 +143,10 @@ def _keep_metrics_until(path: Path, step: int) -> None:
         path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
 
 
+class SettingsClash(ValueError):
+    """``out`` holds a run with other settings: said in one line, never resumed into."""
+
+
 def _differences(saved: Any, now: Any, where: str = "") -> list[str]:
     """``key: saved -> now`` for each setting that differs (nested dicts walked), to say why a resume is refused."""
     if isinstance(saved, dict) and isinstance(now, dict):
@@ -179,9 +183,9 @@ def train(model: nn.Module, loss_fn: LossFn, batches: Batches, config: TrainConf
     if found is not None:
         path, state = found
         if state.get("settings") != settings:
-            changed = "\n  ".join(_differences(state.get("settings"), settings))
-            raise ValueError(f"{path} was saved by a run with other settings; run the same command to resume, or "
-                             f"to start over use another out folder or delete {folder}. What differs:\n  {changed}")
+            changed = "; ".join(_differences(state.get("settings"), settings))
+            raise SettingsClash(f"{out} holds a run with other settings ({changed}); run the same command as before "
+                                f"to resume it, or give this run another --out (or delete {out}) to start over")
         raw.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])

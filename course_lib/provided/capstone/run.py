@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -27,6 +28,7 @@ import torch
 
 from ..checkpoints import latest_checkpoint
 from ..runtime import pick_device
+from ..training import SettingsClash
 from .batching import encode_reviews
 from .data import reviews
 from .models import CLASSIFIERS, ModelUnavailable
@@ -150,8 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)
-    except (ModelUnavailable, NotImplementedError) as err:
-        print(f"course capstone {args.command}: {err}", file=sys.stderr)
+    except (ModelUnavailable, NotImplementedError, SettingsClash) as err:
+        if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, one line, not one per process
+            print(f"course capstone {args.command}: {err}", file=sys.stderr)
         return 2
 
 

@@ -27,6 +27,7 @@ from .vocab import CharVocab, bigram_keys
 
 PRESETS: dict[str, dict[str, Any]] = {  # steps are optimizer steps; 217 batches of 64 make one epoch of train
     "quick": dict(size="quick", max_len=128, batch_size=64, steps=600, pretrain_steps=400, eval_every=200,
+                  checkpoint_every=100,  # a kill on a shared 2-core machine loses well under a minute
                   warmup=60, lr={"lstm": 2e-3, "transformer": 1e-3}, dropout=0.1, bigrams=0,
                   pretrain_text="news+reviews", seeds=1),
     # cpu: the CPU full mode, under an hour on 2 cores (book/08_capstone.md): bigram inputs, 5 seeds averaged
@@ -68,6 +69,7 @@ def settings(args: argparse.Namespace, stage: str) -> dict[str, Any]:
             "max_len": preset["max_len"], "batch_size": args.batch_size or preset["batch_size"], "steps": steps,
             "dropout": option("dropout"), "lr": args.lr or preset["lr"].get(args.model, 1e-3),
             "warmup": min(preset["warmup"], steps // 10 + 1), "eval_every": args.eval_every or preset["eval_every"],
+            "checkpoint_every": preset.get("checkpoint_every"),
             "seed": args.seed, "impl": getattr(args, "impl", "learner"), "bigrams": bigrams,
             "pretrain_text": option("pretrain_text"), "seeds": option("seeds")}
 
@@ -111,7 +113,8 @@ def make_classifier(run: dict[str, Any], vocab: CharVocab, keys: Sequence[int] |
 
 def train_config(run: dict[str, Any], args: argparse.Namespace, **extra: Any) -> TrainConfig:
     return TrainConfig(steps=run["steps"], lr=run["lr"], eval_every=run["eval_every"],
-                       checkpoint_every=run["eval_every"], seed=run["seed"], compile=args.compile,
+                       checkpoint_every=min(run["eval_every"], run.get("checkpoint_every") or run["eval_every"]),
+                       seed=run["seed"], compile=args.compile,
                        progress=not args.no_progress, threads=run.get("threads"), **extra)
 
 
@@ -289,5 +292,6 @@ def pretrain(args: argparse.Namespace) -> int:
         print(f"masked characters predicted on held-out text: {result.last_eval.get('valid_mlm_accuracy', 0):.1%}")
         impl = " --impl reference" if run["impl"] == "reference" else ""
         print(f"pretrained for {result.train_seconds:.0f} s ({result.cpu_seconds:.0f} s of CPU); fine-tune it: "
-              f"course capstone finetune --model {run['model']} --preset {run['preset']}{impl} --pretrained {folder}")
+              f"course capstone finetune --model {run['model']} --preset {run['preset']}{impl} --out {args.out} "
+              f"--pretrained {folder}")
     return 0
