@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from course_lib.provided import chapters
-from course_lib.provided.layout import prerequisites
 
 PUBLIC_CASES = [pytest.param(number, case.name, id=f"ch{number}: {case.name}")
                 for number in chapters.available() for case in chapters.load_spec(number).CASES]
@@ -19,8 +18,7 @@ PUBLIC_CASES = [pytest.param(number, case.name, id=f"ch{number}: {case.name}")
 @pytest.mark.parametrize(("chapter", "case"), PUBLIC_CASES)
 def test_public_case(impl, chapter: str, case: str) -> None:
     (result,) = chapters.run_chapter(chapter, impl, cases=[case])
-    if result.status != "pass":  # name an earlier chapter this one uses that fails its own checks
-        failing = {p: (sum(r.status != "pass" for r in done), len(done))
-                   for p in prerequisites(chapter) for done in [chapters.run_chapter(p, impl)]}
-        note = chapters.prereq_note(chapter, {p: v for p, v in failing.items() if v[0]})
+    if result.status != "pass":  # name an earlier chapter this one's code uses that fails its own checks
+        _, failing = chapters.run_with_prerequisites(chapter, impl, annotate=False)
+        note = chapters.prereq_note(chapter, failing)
         pytest.fail(f"{note} [{result.message}]" if note else result.message, pytrace=False)

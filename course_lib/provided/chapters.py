@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 
+from . import uses
 from .checking import Result, judge, judge_source, run_probe
 from .layout import LAYOUT, chapter_facts, chapter_number, prerequisites
 from .loader import load_file
@@ -106,14 +107,18 @@ def prereq_note(number: str, failing: dict[str, tuple[int, int]]) -> str:
 
 def run_with_prerequisites(chapter: str | int, impl: Any, annotate: bool = True
                            ) -> tuple[list[Result], dict[str, tuple[int, int]]]:
-    """The public cases of a chapter, with the failures of each earlier chapter it builds on named.
+    """The public cases of a chapter, with the failures of each earlier chapter it builds on *and* its code
+    imports (uses.py) named.
 
     Returns the chapter's results (with ``annotate``, failed ones headed by ``prereq_note``) and
     {prerequisite: (checks failed, checks run)}.
     """
     number = normalise(chapter)
     failing = {}
+    used = uses.used_chapters(number, lambda module: module_source(impl, module))
     for p in prerequisites(number):
+        if p not in used:  # an earlier chapter this code does not import cannot be the cause
+            continue
         done = run_chapter(p, impl)
         bad = sum(r.status != "pass" for r in done)
         if bad:

@@ -9,11 +9,8 @@ import textwrap
 from dataclasses import asdict
 from pathlib import Path
 
-import ast
-
-from . import chapters
+from . import chapters, uses
 from .checking import Result, total
-from .layout import chapter_facts, owner_of
 from .loader import load_impl
 
 SAME = "(same as above)"
@@ -58,51 +55,16 @@ def table(results: list[Result], width: int = 100) -> str:
     return "\n".join(lines)
 
 
-def _imported_modules(source: str | None) -> set[str]:
-    """The course_lib modules a source imports ("encoder.py"): ``from .encoder import``, ``from . import encoder``,
-    ``import course_lib.encoder``, ``from course_lib.encoder import``; none when it does not parse."""
-    try:
-        tree = ast.parse(source or "")
-    except (SyntaxError, ValueError):
-        return set()
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level == 1 or base == "course_lib" or base.startswith("course_lib."):
-                base = base.removeprefix("course_lib").lstrip(".")
-                found |= {f"{base}.py"} if base else {f"{a.name}.py" for a in node.names}
-        elif isinstance(node, ast.Import):
-            found |= {f"{a.name.split('.')[1]}.py" for a in node.names if a.name.startswith("course_lib.")}
-    return found
-
-
 def used_chapters(number: str, impl) -> set[str]:
-    """The earlier chapters whose modules this chapter's code imports, directly or through them: a failing
-    prerequisite that the code does not use (seed 000's classifier imports no encoder) is not its cause."""
-    seen, todo, used = set(), list(chapter_facts(number).modules), set()
-    while todo:
-        module = todo.pop()
-        if module in seen:
-            continue
-        seen.add(module)
-        for other in _imported_modules(chapters.module_source(impl, module)):
-            try:
-                owner = owner_of(other)
-            except Exception:  # noqa: BLE001 - not a chapter's module (a helper of the learner's own)
-                continue
-            if owner != number:
-                used.add(owner)
-            todo.append(other)
-    return used
+    """The earlier chapters whose modules this chapter's code (``impl``'s) imports (uses.py)."""
+    return uses.used_chapters(number, lambda module: chapters.module_source(impl, module))
 
 
 def results_and_causes(number: str, impl, annotate: bool = True) -> tuple[list[Result], dict[str, tuple[int, int]], str]:
     """The chapter's public results, with (``annotate``) failed ones headed by the note naming the earlier chapters
     that fail their own checks *and* that this chapter's code uses (``used_chapters``); those {chapter: (failed,
     run)}; the note."""
-    results, failing = chapters.run_with_prerequisites(number, impl, annotate=False)
-    failing = {p: v for p, v in failing.items() if p in used_chapters(number, impl)}
+    results, failing = chapters.run_with_prerequisites(number, impl, annotate=False)  # only chapters it uses
     note = chapters.prereq_note(number, failing)
     for r in results if note and annotate else []:
         if r.status != "pass":

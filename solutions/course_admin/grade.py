@@ -39,6 +39,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from course_lib.provided import chapters as chapters_mod
+from course_lib.provided import uses
 from course_lib.provided.layout import LAYOUT
 
 from . import confine, plan, procs, sandbox
@@ -55,10 +56,13 @@ from .verdict import zero_rows
 
 
 # ---------------------------------------------------------------- one learner (runs in a worker process)
-def prerequisite_notes(chapter: plan.Chapter, rows: list[GradeRow], earlier: dict[str, list[GradeRow]]) -> list[GradeRow]:
-    """Prefix the failed checks of ``chapter`` with the prerequisites of the learner's that fail their own."""
+def prerequisite_notes(chapter: plan.Chapter, rows: list[GradeRow], earlier: dict[str, list[GradeRow]],
+                       source: uses.Source) -> list[GradeRow]:
+    """Prefix the failed checks of ``chapter`` with the prerequisites of the learner's that fail their own and
+    that the learner's code imports (``source``: a module's submitted bytes, read here, never run)."""
+    used = uses.used_chapters(chapter.number, source)
     failing = {}
-    for p in chapter.prereqs:
+    for p in (p for p in chapter.prereqs if p in used):
         done = earlier.get(p, [])
         bad = sum(r.status != "pass" for r in done)
         if bad:
@@ -88,6 +92,17 @@ def notebook_rows(reader: Reader, chapter: plan.Chapter) -> list[GradeRow]:
                     "again and hand it in again") for gid, points in source_answers(chapter.number)]
 
 
+def _submitted(reader: Reader) -> uses.Source:
+    """A module's submitted bytes (None when absent or unreadable), to see what it imports."""
+    def source(module: str) -> bytes | None:
+        try:
+            rel = reader.base + "course_lib/" + module
+            return reader.read(rel) if reader.exists(rel) else None
+        except Exception:  # noqa: BLE001 - an unreadable file imports nothing we can see
+            return None
+    return source
+
+
 def course_lib_rows(reader: Reader, numbers: list[str], opts: Options, work: Path) -> dict[str, list[GradeRow]]:
     """The course_lib rows of each chapter in ``numbers``, by number.
 
@@ -101,7 +116,7 @@ def course_lib_rows(reader: Reader, numbers: list[str], opts: Options, work: Pat
                for n in plan.chapters_to_run(numbers)]
         lib = grade_course_lib(reader, run, opts, work)
         for chapter in run:
-            lib[chapter.number] = prerequisite_notes(chapter, lib[chapter.number], lib)
+            lib[chapter.number] = prerequisite_notes(chapter, lib[chapter.number], lib, _submitted(reader))
         return lib
     lib = {}
     for number in numbers:

@@ -78,6 +78,9 @@ def attend_twice(x: Tensor) -> Tensor:
     ### END SOLUTION
 '''
 FULL_03 = [2.0, 1.0, 1.0]  # two public cases, one hidden
+ALONE_03 = "def attend_twice(x):\n    return 2 * x\n"  # wrong, and uses no chapter 02 at all
+
+
 def real_chapter_files(number: str) -> tuple[str, ...]:
     """Path prefixes of the course's own chapter ``number``, in every part (found by its number)."""
     facts = chapter_facts(number)
@@ -136,6 +139,7 @@ def graded(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, di
     learner(subs, "good", {"attention.py": REFERENCE_02, "twice.py": REFERENCE_03})
     learner(subs, "bad02", {"attention.py": WRONG_02, "twice.py": REFERENCE_03})
     learner(subs, "no02", {"twice.py": REFERENCE_03})
+    learner(subs, "alone", {"attention.py": WRONG_02, "twice.py": ALONE_03})
     out: dict[str, dict[str, list[dict]]] = {}
     for policy in ("learner", "reference"):
         dest = subs.parent / f"out_{policy}"
@@ -178,6 +182,13 @@ def test_wrong_chapter_02_is_named_under_the_learner_policy(graded) -> None:
     assert points(graded["reference"]["bad02"]) == FULL_03, "the reference policy runs the reference's 02"
 
 
+def test_a_failing_chapter_02_that_chapter_03_does_not_import_is_not_named(graded) -> None:
+    """The note is a diagnosis: it names chapter 02 only when the learner's chapter 03 imports it."""
+    rows = graded["learner"]["alone"]
+    assert points(rows) == [0.0, 0.0, 0.0], rows
+    assert not any("chapter 02" in r["message"] for r in rows), rows
+
+
 def test_missing_chapter_02_file(graded) -> None:
     rows = graded["learner"]["no02"]
     assert points(rows) == [0.0, 0.0, 0.0]
@@ -194,6 +205,10 @@ def test_course_check_and_submit_take_the_union(repo: Path, tmp_path: Path) -> N
     report = json.loads(course(repo, "check", "ch03", "--json").stdout)
     assert report["prerequisites_failing"]["02"]["failed"] > 0
     assert all(r["message"].startswith("Chapter 03 uses your chapter 02") for r in report["results"])
+    (repo / "course_lib" / "twice.py").write_text(ALONE_03)
+    check = course(repo, "check", "ch03")
+    assert check.returncode == 1 and "chapter 02" not in check.stdout, check.stdout  # not imported: not named
+    (repo / "course_lib" / "twice.py").write_text(REFERENCE_03)
     (repo / "course_lib" / "attention.py").write_text(REFERENCE_02)
     check = course(repo, "check", "ch03")
     assert check.returncode == 0 and "3 / 3" in check.stdout, check.stdout
