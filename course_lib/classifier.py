@@ -34,6 +34,7 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
         True. A row with no real token at all gives zeros (finite, never NaN).
 
     Example:
+    >>> import torch
     >>> x = torch.tensor([[[1., 2.], [3., 4.], [100., 100.]]])     # the third position is padding
     >>> masked_mean(x, torch.tensor([[True, True, False]]))
     tensor([[2., 3.]])
@@ -62,6 +63,7 @@ class TransformerClassifier(nn.Module):
         cross-entropy); the pooled vector is ``masked_mean(hidden, mask)``.
 
     Example:
+    >>> import torch
     >>> model = TransformerClassifier(vocab_size=10, d_model=16, num_heads=4, d_ff=32, num_layers=2).eval()
     >>> tokens = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])          # two reviews, padded with 0
     >>> model(tokens).shape

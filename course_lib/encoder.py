@@ -38,6 +38,7 @@ class LayerNorm(nn.Module):
     forward(x): x (..., d_model), any float dtype -> (..., d_model), same dtype.
 
     Example:
+    >>> import torch
     >>> LayerNorm(4)(torch.tensor([[1., 2., 3., 4.]]))
     tensor([[-1.3416, -0.4472,  0.4472,  1.3416]], grad_fn=<AddBackward0>)
     """
@@ -126,6 +127,7 @@ class Encoder(nn.Module):
         Returns (batch, seq, d_model); positions that are padding get values too (ignore them).
 
     Example:
+    >>> import torch
     >>> enc = Encoder(num_layers=2, d_model=16, num_heads=4, d_ff=32).eval()
     >>> keep = torch.tensor([[True, True, True, False]])           # one sequence of 3 tokens + 1 pad
     >>> enc(torch.randn(1, 4, 16), mask=keep[:, None, None, :]).shape

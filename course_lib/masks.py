@@ -30,6 +30,7 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
         axes of size 1 broadcast over the heads and over the *queries*: the mask is on the keys.
 
     Example:
+    >>> import torch
     >>> padding_mask(torch.tensor([[5, 7, 0]]), pad_id=0)
     tensor([[[[ True,  True, False]]]])
     """
@@ -47,6 +48,7 @@ def causal_mask(n: int, device: torch.device | str | None = None) -> Tensor:
         (n, n) bool, True on and below the diagonal. The diagonal is True: a position sees itself.
 
     Example:
+    >>> import torch
     >>> causal_mask(3)
     tensor([[ True, False, False],
             [ True,  True, False],
@@ -68,6 +70,7 @@ def target_mask(tokens: Tensor, pad_id: int) -> Tensor:
         still gives finite values there (chapter 02).
 
     Example:
+    >>> import torch
     >>> target_mask(torch.tensor([[5, 7, 0]]), pad_id=0)[0, 0]
     tensor([[ True, False, False],
             [ True,  True, False],

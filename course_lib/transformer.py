@@ -81,6 +81,7 @@ class Transformer(nn.Module):
         Position t of the output depends on tgt[:, :t+1] only: the prediction of token t + 1.
 
     Example:
+    >>> import torch
     >>> model = Transformer(TransformerConfig(src_vocab=11, tgt_vocab=13, d_model=16, num_heads=4,
     ...                                       d_ff=32, num_layers=2)).eval()
     >>> model(torch.randint(1, 11, (2, 7)), torch.randint(1, 13, (2, 5))).shape

@@ -42,6 +42,7 @@ def scaled_dot_product_attention(
     The inputs are never modified in place.
 
     Example: with one query equal to the only key, the weight is 1 and the output is the value:
+    >>> import torch
     >>> q = k = torch.ones(1, 1, 4); v = torch.arange(3.).view(1, 1, 3)
     >>> scaled_dot_product_attention(q, k, v)[0]
     tensor([[[0., 1., 2.]]])

@@ -94,6 +94,7 @@ class Decoder(nn.Module):
         Returns (batch, tgt_seq, d_model).
 
     Example:
+    >>> import torch
     >>> dec = Decoder(num_layers=2, d_model=16, num_heads=4, d_ff=32).eval()
     >>> dec(torch.randn(1, 3, 16), torch.randn(1, 5, 16), tgt_mask=torch.ones(3, 3).tril().bool()).shape
     torch.Size([1, 3, 16])

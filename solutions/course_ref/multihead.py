@@ -28,6 +28,7 @@ def split_heads(x: Tensor, num_heads: int) -> Tensor:
         i*d_k ... (i+1)*d_k - 1 of every position.
 
     Example:
+    >>> import torch
     >>> split_heads(torch.arange(8.).view(1, 2, 4), 2)[0, 1]   # head 1: features 2, 3 of both positions
     tensor([[2., 3.],
             [6., 7.]])
@@ -65,7 +66,8 @@ class MultiHeadAttention(nn.Module):
 
     Members (names and shapes are part of the contract): ``w_q``, ``w_k``, ``w_v``, ``w_o``, each an
     ``nn.Linear(d_model, d_model)`` with bias; ``attn_weights``: the weights of the last call,
-    (batch, heads, seq_q, seq_k), kept for plots (None before the first call).
+    (batch, heads, seq_q, seq_k), detached (no graph: kept for plots, they hold no memory of the
+    backward pass; None before the first call).
 
     forward(query, key, value, mask=None):
         query: (batch, seq_q, d_model); key and value: (batch, seq_k, d_model) (all three the same
@@ -74,6 +76,7 @@ class MultiHeadAttention(nn.Module):
         Returns the output, (batch, seq_q, d_model).
 
     Example:
+    >>> import torch
     >>> mha = MultiHeadAttention(d_model=8, num_heads=2).eval()
     >>> x = torch.randn(3, 5, 8)
     >>> mha(x, x, x).shape, mha.attn_weights.shape

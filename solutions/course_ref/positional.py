@@ -33,6 +33,7 @@ def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
     casting, so that positions in the thousands keep their precision; float32 is close enough here.)
 
     Example: position 0 is [sin 0, cos 0, sin 0, cos 0, …]:
+    >>> import torch
     >>> sinusoidal_table(3, 4)[0]
     tensor([0., 1., 0., 1.])
     """
@@ -70,6 +71,7 @@ class PositionalEncoding(nn.Module):
         Raises ValueError, naming seq and max_len, when seq > max_len.
 
     Example:
+    >>> import torch
     >>> pos = PositionalEncoding(d_model=4, max_len=10).eval()
     >>> pos(torch.zeros(1, 2, 4))       # the rows PE(0) and PE(1) themselves
     tensor([[[0.0000, 1.0000, 0.0000, 1.0000],
@@ -114,6 +116,7 @@ class TokenEmbedding(nn.Module):
         Returns (batch, seq, d_model) float: embedding(tokens) · √d_model.
 
     Example:
+    >>> import torch
     >>> emb = TokenEmbedding(vocab_size=10, d_model=4)
     >>> torch.equal(emb(torch.tensor([[3]]))[0, 0], emb.embedding.weight[3] * 2)   # √4 = 2
     True

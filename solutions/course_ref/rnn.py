@@ -31,6 +31,7 @@ def rnn_step(x_t: Tensor, h_prev: Tensor, weight_ih: Tensor, weight_hh: Tensor,
         The weights are stored (out, in) like nn.Linear's, hence the transposes.
 
     Example: with zero weights and biases the state is tanh(0) = 0 whatever the input:
+    >>> import torch
     >>> z = torch.zeros
     >>> rnn_step(torch.ones(1, 3), z(1, 2), z(2, 3), z(2, 2), z(2), z(2))
     tensor([[0., 0.]])
@@ -61,6 +62,7 @@ class RNN(nn.Module):
         every position; h_last (batch, hidden_size) is h_T, equal to outputs[:, -1].
 
     Example:
+    >>> import torch
     >>> rnn = RNN(input_size=3, hidden_size=5)
     >>> outputs, h_last = rnn(torch.randn(2, 7, 3))
     >>> outputs.shape, h_last.shape
@@ -113,6 +115,7 @@ def gradient_norms(rnn: nn.Module, x: Tensor) -> Tensor:
     once, (batch, seq, input_size); the squares are summed over j and over the inputs' features.
 
     Example (two sequences of ten positions: one norm per sequence and position):
+    >>> import torch
     >>> norms = gradient_norms(RNN(3, 5), torch.randn(2, 10, 3))
     >>> norms.shape
     torch.Size([2, 10])

@@ -35,6 +35,7 @@ def shift_right(tgt: Tensor, bos_id: int, pad_id: int) -> Tensor:
         where the labels are, so ``target_mask(shift_right(...))`` and the loss ignore the same positions.
 
     Example:
+    >>> import torch
     >>> shift_right(torch.tensor([[5, 6, 2, 0], [7, 8, 9, 2]]), bos_id=1, pad_id=0)
     tensor([[1, 5, 6, 0],
             [1, 7, 8, 9]])
@@ -67,6 +68,7 @@ class LabelSmoothingLoss(nn.Module):
     target_distribution(target): target (...) int64 -> q (..., V) float32 (all zeros at padded labels).
 
     Example:
+    >>> import torch
     >>> loss = LabelSmoothingLoss(vocab_size=5, pad_id=0, smoothing=0.2)
     >>> loss.target_distribution(torch.tensor([3, 0]))
     tensor([[0.0000, 0.0500, 0.0500, 0.8500, 0.0500],
@@ -108,6 +110,7 @@ def noam_schedule(step: int, d_model: int, warmup: int = 4000) -> float:
     ``schedule`` with ``TrainConfig(lr=1.0)``: ``functools.partial(noam_schedule, d_model=..., warmup=...)``.
 
     Example:
+    >>> import torch
     >>> round(noam_schedule(3999, d_model=512), 6)          # the peak, 512^-0.5 * 4000^-0.5
     0.000699
     """
