@@ -37,6 +37,13 @@ def load_spec(chapter: str | int) -> ModuleType:
     return load_file(f"course_spec_ch{number}", LAYOUT.spec(number))
 
 
+def load_spec_part(chapter: str | int, part: str) -> ModuleType:
+    """A part of a chapter's spec kept in a file of its own, tests/specs/chNN_<part>.py (a long spec's
+    inputs, say): the grader copies it into the sandbox beside the spec."""
+    number = normalise(chapter)
+    return load_file(f"course_spec_ch{number}_{part}", LAYOUT.spec_part(number, part))
+
+
 def reference_path(chapter: str | int) -> Path:
     return LAYOUT.outputs_file(normalise(chapter))
 

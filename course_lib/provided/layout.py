@@ -84,6 +84,13 @@ class Layout:
     def spec(self, number: str) -> Path:
         return self.specs / f"ch{number}.py"
 
+    def spec_part(self, number: str, part: str) -> Path:
+        return self.specs / f"ch{number}_{part}.py"
+
+    def spec_files(self, number: str) -> list[Path]:
+        """The chapter's spec and its parts (``spec_part``)."""
+        return [self.spec(number), *sorted(self.specs.glob(f"ch{number}_*.py"))]
+
     def outputs_file(self, number: str) -> Path:
         return self.outputs / f"ch{number}.pt"
 

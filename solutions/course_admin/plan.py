@@ -163,7 +163,7 @@ def grader_fingerprint(numbers: list[str], prereqs: str) -> str:
     """Changes when the chapters graded, their specs, hidden cases, variants, the reference or the policy change."""
     h = hashlib.sha256(f"{','.join(numbers)}|prereqs={prereqs}".encode())
     for number in chapters_to_run(numbers):
-        for path in (LAYOUT.spec(number), LAYOUT.hidden_file(number), LAYOUT.mistakes_file(number)):
+        for path in (*LAYOUT.spec_files(number), LAYOUT.hidden_file(number), LAYOUT.mistakes_file(number)):
             h.update(path.read_bytes() if path.is_file() else b"-")
     for path in LAYOUT.reference_modules():
         h.update(path.read_bytes())

@@ -117,13 +117,14 @@ def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, wor
 def _write_job(box: Path, segments: list[Segment], opts: Options) -> None:
     """The child, the inputs, and the specs where ``course_lib.provided`` looks for them (``tests/specs``):
     those of the run's chapters and of every chapter they build on, since a spec may use an earlier
-    one's helpers (``load_spec("05")``)."""
+    one's helpers (``load_spec("05")``), each with its parts (``load_spec_part``)."""
     shutil.copy2(CHILD, box / "_grader_child.py")
     (box / "out").mkdir()
     specs = box / "tests" / "specs"
     specs.mkdir(parents=True)
     for number in {n for seg in segments for n in [*seg.chapter.prereqs, seg.chapter.number]}:
-        shutil.copy2(LAYOUT.spec(number), specs / f"ch{number}.py")
+        for path in LAYOUT.spec_files(number):  # the spec and its parts (chNN_<part>.py)
+            shutil.copy2(path, specs / path.name)
     _, prefix, site = sandbox.python_paths()
     job = {"site_packages": str(site), "python_prefix": str(prefix), "output_cap": 1024**2,
            "audit": opts.isolation == "rlimits", "ready_index": READY_INDEX, "chapters": []}
