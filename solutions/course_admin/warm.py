@@ -48,8 +48,9 @@ START_S = 120.0  # importing torch on a loaded machine
 
 
 def enabled(isolation: str) -> bool:
-    """Whether runs of this isolation go through the warm sandbox: bwrap, unless COURSE_GRADE_WARM=0."""
-    return isolation == "bwrap" and os.environ.get(SWITCH, "1") != "0"
+    """Whether runs of this isolation go through the warm sandbox: bwrap, unless COURSE_GRADE_WARM=0 or no
+    seccomp filter can be set here (``course grade`` says so once, in its banner)."""
+    return isolation == "bwrap" and os.environ.get(SWITCH, "1") != "0" and confine.available()[0]
 
 
 class ZygoteError(RuntimeError):

@@ -240,9 +240,10 @@ def test_without_a_filter_the_warm_sandbox_refuses_and_the_cold_way_runs(monkeyp
     if not procs.bwrap_works()[0]:
         pytest.skip("bubblewrap does not work here")
     monkeypatch.setattr(confine, "available", lambda: (False, "no seccomp filter can be compiled here (planted)"))
+    assert not warm.enabled("bwrap")  # the grading runs go the cold way (course grade's banner says why)
     w = warm.WarmSandbox()
     try:
-        with pytest.raises(warm.ZygoteError, match="planted"):
+        with pytest.raises(warm.ZygoteError, match="planted"):  # and a sandbox made by hand refuses to start
             w._start(sandbox.Limits())
     finally:
         w.close()
