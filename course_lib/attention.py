@@ -31,7 +31,7 @@ def scaled_dot_product_attention(
         value: (..., seq_k, d_v), same dtype as query.
         mask:  optional bool tensor broadcastable to (..., seq_q, seq_k); True = may attend.
                A query whose row is all False ("fully masked") must still give finite numbers.
-        dropout_p: probability of dropping an attention weight (0.0 when evaluating).
+        dropout_p: probability of dropping an attention weight, 0 <= dropout_p < 1 (0.0 when evaluating).
 
     Returns:
         output:  (..., seq_q, d_v), the weighted sum of the values.
@@ -41,7 +41,8 @@ def scaled_dot_product_attention(
 
     Steps: scores = Q Kᵀ / √d_k; masked scores become a very negative *finite* number (-inf would
     turn a fully masked row into NaN); softmax over the keys (the last axis); dropout on the weights
-    when dropout_p > 0 (torch.nn.functional.dropout); output = weights V.
+    when dropout_p > 0 (as torch.nn.functional.dropout does: zero each weight with probability
+    dropout_p, divide the others by 1 - dropout_p); output = weights V.
     The inputs are never modified in place.
 
     Example: with one query equal to the only key, the weight is 1 and the output is the value:

@@ -50,9 +50,12 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         ### BEGIN SOLUTION
-        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
-        var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # (..., 1) biased: divide by d_model
-        x_hat = (x - mean) / torch.sqrt(var + self.eps)  # (..., d_model)
+        # Sums divided by d_model rather than .mean(), and one centring, times 1/sqrt: the same formula
+        # with fewer passes over (..., d_model) in the backward pass (a mean's gradient is a full-size division).
+        d_model = x.size(-1)
+        centred = x - x.sum(dim=-1, keepdim=True) / d_model  # (..., d_model): x - mean
+        var = (centred * centred).sum(dim=-1, keepdim=True) / d_model  # (..., 1) biased: divide by d_model
+        x_hat = centred * torch.rsqrt(var + self.eps)  # (..., d_model)
         return x_hat * self.weight + self.bias  # (..., d_model)
         ### END SOLUTION
 

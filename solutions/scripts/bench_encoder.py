@@ -24,6 +24,9 @@ one step (parameters, gradients, AdamW's state and activations) from the profile
 the process's peak resident memory (``ru_maxrss``, which includes PyTorch itself).
 
 ``--compile`` compiles both sides with torch.compile (the capstone's ``--compile``) in an untimed warm-up.
+``--textbook`` times ours as first written (LayerNorm with ``.mean()`` and a division, attention dividing the
+scores and calling ``torch.nn.functional.dropout``): the same formulas, and what their cheaper forms in
+chapters 02 and 05's reference buy.
 With ``--runs DIR`` (default runs/capstone, or a JSON written by ``course capstone record``, e.g.
 book/data/capstone_cpu_long.json), the script also prints, for each fine-tuning run there, the training time
 until its valid accuracy first passed TF-IDF's (pretraining included), or that it never did.
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -49,6 +53,7 @@ from course_lib.provided.capstone.data import reviews
 from course_lib.provided.capstone.models import SIZES
 from course_lib.provided.capstone.report import record_runs
 from course_lib.provided.capstone.stages import PRESETS
+import course_ref.multihead
 from course_ref.encoder import Encoder, LayerNorm
 
 Build = Callable[[dict], tuple[nn.Module, Callable[[nn.Module, Tensor, Tensor], Tensor]]]
@@ -90,12 +95,25 @@ def pytorch(size: dict) -> tuple[nn.Module, Callable[[nn.Module, Tensor, Tensor]
     return model, lambda m, x, keep: m(x, src_key_padding_mask=~keep)   # PyTorch: True = ignore
 
 
-def centred_layer_norm(self: LayerNorm, x: Tensor) -> Tensor:
-    """The proposed reference LayerNorm (``--centred-layernorm``): the same formula, centred once,
-    multiplied by 1/sqrt(var + eps). x (..., d_model) -> (..., d_model)."""
-    centred = x - x.mean(dim=-1, keepdim=True)                     # (..., d_model)
-    var = (centred * centred).mean(dim=-1, keepdim=True)           # (..., 1), biased
-    return centred * torch.rsqrt(var + self.eps) * self.weight + self.bias  # (..., d_model)
+def textbook_layer_norm(self: LayerNorm, x: Tensor) -> Tensor:
+    """``--textbook``: the formula as first written, with .mean() and a division by sqrt(var + eps), which
+    chapter 05's reference had before (the same values to within float32 rounding). x (..., d_model)."""
+    mean = x.mean(dim=-1, keepdim=True)                                    # (..., 1)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)                     # (..., 1), biased
+    return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias  # (..., d_model)
+
+
+def textbook_attention(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
+                       dropout_p: float = 0.0) -> tuple[Tensor, Tensor]:
+    """``--textbook``: attention as first written, the scores divided by sqrt(d_k) and
+    torch.nn.functional.dropout on the weights, which chapter 02's reference had before."""
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))     # (..., seq_q, seq_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)                                # (..., seq_q, seq_k)
+    if dropout_p > 0.0:
+        weights = torch.nn.functional.dropout(weights, p=dropout_p)
+    return weights @ value, weights                                        # (..., seq_q, d_v)
 
 
 SIDES: dict[str, Build] = {"ours (course_ref Encoder)": ours, "torch.nn.TransformerEncoder": pytorch}
@@ -148,15 +166,22 @@ def peak_of(name: str, preset: str, device: torch.device, lengths: list[list[int
     return {"tensors": peak_tensor_bytes(step), "process": process}
 
 
-def peaks_in_fresh_processes(args: argparse.Namespace, lengths: list[list[int]]) -> dict[str, dict[str, int]]:
-    """Each side's peaks, measured by this script in a new process (given the batch lengths: it reads no data)."""
-    found = {}
+def peaks_in_fresh_processes(args: argparse.Namespace, lengths: list[list[int]]) -> dict[str, dict[str, int] | str]:
+    """Each side's peaks, measured by this script in a new process (given the batch lengths: it reads no data),
+    or why that process gave none: the throughput measured already is printed either way."""
+    found: dict[str, dict[str, int] | str] = {}
     for name in SIDES:
         command = [sys.executable, __file__, "--peak-of", name, "--preset", args.preset, "--device", args.device,
                    "--threads", str(args.threads), "--lengths", json.dumps(lengths),
-                   *(["--compile"] if args.compile else []), *(["--centred-layernorm"] if args.centred_layernorm else [])]
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
-        found[name] = json.loads(done.stdout.strip().splitlines()[-1])
+                   *(["--compile"] if args.compile else []), *(["--textbook"] if args.textbook else [])]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode == 0:
+            found[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        else:  # e.g. killed for memory: the profiler's timeline of a compiled full-size step is large
+            why = f"killed by signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
+            tail = done.stderr.strip().splitlines()[-1:] or [""]
+            found[name] = f"not measured: its process ended ({why}{', out of memory?' if done.returncode == -9 else ''})" \
+                          + (f": {tail[0][:200]}" if tail[0] else "")
     return found
 
 
@@ -179,16 +204,18 @@ def main() -> int:
     parser.add_argument("--compile", action="store_true", help="torch.compile both models (as `course capstone "
                         "--compile` does); compiling happens in the untimed warm-up step")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads (default 1, as the capstone trains)")
-    parser.add_argument("--centred-layernorm", action="store_true", help="time our encoder with the LayerNorm "
-                        "proposed for chapter 05 (centred once, times rsqrt), patched in this process only")
+    parser.add_argument("--textbook", action="store_true", help="time our encoder as first written (LayerNorm "
+                        "with .mean() and a division; attention dividing the scores, with F.dropout), patched in "
+                        "this process only: what chapters 02 and 05's cheaper forms of the same formulas buy")
     parser.add_argument("--peak-of", choices=sorted(SIDES), help=argparse.SUPPRESS)  # the fresh process per side
     parser.add_argument("--lengths", help=argparse.SUPPRESS)                           # and its batches' lengths
     args = parser.parse_args()
     args.preset = "quick" if args.quick else args.preset
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
-    if args.centred_layernorm:
-        LayerNorm.forward = centred_layer_norm  # type: ignore[method-assign]
+    if args.textbook:
+        LayerNorm.forward = textbook_layer_norm  # type: ignore[method-assign]
+        course_ref.multihead.scaled_dot_product_attention = textbook_attention  # what MultiHeadAttention calls
     if args.peak_of:
         print(json.dumps(peak_of(args.peak_of, args.preset, device, json.loads(args.lengths), args.compile)))
         return 0
@@ -209,12 +236,13 @@ def main() -> int:
     print(f"capstone {args.preset} sizes {size} on {device} ({args.threads} thread{'s' * (args.threads != 1)}"
           f"{', bf16 autocast' if device.type == 'cuda' else ''}), {'torch.compile on both, ' if args.compile else ''}"
           f"torch {torch.__version__}; {args.rounds} rounds of {args.steps} steps, real review lengths"
-          f"{'; ours with the centred LayerNorm' if args.centred_layernorm else ''}")
+          f"{'; ours as first written (--textbook)' if args.textbook else ''}")
     memory = "peak MiB (cuda)" if device.type == "cuda" else "tensors MiB  process MiB"
     print(f"{'model':<30} {'parameters':>11} {'examples/s':>11} {memory}")
     for name, (_, params) in steps.items():
         peak = peaks[name]
-        mib = f"{peak['tensors'] / 2**20:>9.1f}" + (f"  {peak['process'] / 2**20:>11.1f}" if peak["process"] else "")
+        mib = (f"  {peak}" if isinstance(peak, str) else
+               f"{peak['tensors'] / 2**20:>9.1f}" + (f"  {peak['process'] / 2**20:>11.1f}" if peak["process"] else ""))
         print(f"{name:<30} {params:>11,} {statistics.median(rates[name]):>11.1f} {mib}")
     ratios = [a / b for a, b in zip(*rates.values())]
     q1, median, q3 = quartiles(ratios)
@@ -223,8 +251,11 @@ def main() -> int:
     c1, cpu_median, c3 = quartiles([a / b for a, b in zip(*cpu_rates.values())])
     print(f"per CPU second (what other processes' load moves least) = {cpu_median:.2f} "
           f"(interquartile range {c1:.2f}-{c3:.2f})")
-    ours_peak, their_peak = (peaks[name]["tensors"] for name in SIDES)
-    print(f"peak tensor memory ratio ours / PyTorch's = {ours_peak / their_peak:.2f}")
+    ours_peak, their_peak = (peaks[name] for name in SIDES)
+    if isinstance(ours_peak, dict) and isinstance(their_peak, dict):
+        print(f"peak tensor memory ratio ours / PyTorch's = {ours_peak['tensors'] / their_peak['tensors']:.2f}")
+    else:
+        print("peak tensor memory ratio: not measured (see the table)")
     time_to_bar(Path(args.runs))
     return 0
 

@@ -81,18 +81,58 @@ def test_peak_tensor_bytes_adds_up_what_is_alive_at_once() -> None:
     assert peak_bytes(two_at_once) < 1.1 * mib  # what the encoder bench printed before: one operator's, not a peak
 
 
-def test_the_proposed_centred_layernorm_is_the_same_formula() -> None:
+def test_the_textbook_forms_compute_what_the_reference_computes() -> None:
+    """``bench_encoder.py --textbook`` times chapters 02 and 05 as first written: the same functions as the
+    reference's cheaper forms (and as PyTorch's), or its ratio would compare two different models."""
     import importlib.util
 
     import torch
+
+    from course_ref.attention import scaled_dot_product_attention
     spec = importlib.util.spec_from_file_location("bench_encoder", LAYOUT.root / "solutions/scripts/bench_encoder.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    torch.manual_seed(0)
     norm = bench.LayerNorm(16)
     with torch.no_grad():
         norm.weight.uniform_(0.5, 1.5)
         norm.bias.uniform_(-1, 1)
     x = torch.randn(3, 5, 16) * 4 + 2
     expected = torch.nn.functional.layer_norm(x, (16,), norm.weight, norm.bias)
-    torch.testing.assert_close(bench.centred_layer_norm(norm, x), expected, rtol=0, atol=2e-6)
+    torch.testing.assert_close(bench.textbook_layer_norm(norm, x), expected, rtol=0, atol=2e-6)
     torch.testing.assert_close(norm(x), expected, rtol=0, atol=2e-6)  # the reference, as it is
+    q, k, v = torch.randn(3, 2, 4, 5, 8).unbind(0)                       # (batch, heads, seq, d_k) each
+    keep = torch.tensor([[True] * 5, [True, True, True, False, False]])[:, None, None, :]  # (batch, 1, 1, seq_k)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    for attention in (bench.textbook_attention, scaled_dot_product_attention):
+        torch.testing.assert_close(attention(q, k, v, mask=keep)[0], expected, rtol=0, atol=2e-6)
+    torch.manual_seed(1)
+    dropped = scaled_dot_product_attention(q, k, v, mask=keep, dropout_p=0.5)[1]  # the reference's own dropout
+    plain = scaled_dot_product_attention(q, k, v, mask=keep)[1]
+    kept = dropped != 0
+    assert 0.4 < 1 - kept[plain != 0].float().mean().item() < 0.6   # about half of 160 weights dropped
+    torch.testing.assert_close(dropped[kept], plain[kept] / 0.5)     # the rest divided by 1 - p
+
+
+def test_a_peak_process_that_dies_costs_only_its_peak(monkeypatch) -> None:
+    """The throughput is measured before the peaks: a peak process killed (here as for memory, -9) is reported
+    as such in its row, and the other side's peak still comes back, instead of a traceback that loses both."""
+    import argparse
+    import importlib.util
+    import subprocess
+
+    spec = importlib.util.spec_from_file_location("bench_encoder", LAYOUT.root / "solutions/scripts/bench_encoder.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    ours, theirs = bench.SIDES
+
+    def run(command, **kwargs):
+        if ours in command:
+            return subprocess.CompletedProcess(command, -9, "", "")
+        return subprocess.CompletedProcess(command, 0, '{"tensors": 2048, "process": 4096}\n', "")
+
+    monkeypatch.setattr(bench.subprocess, "run", run)
+    args = argparse.Namespace(preset="quick", device="cpu", threads=1, compile=True, textbook=False)
+    peaks = bench.peaks_in_fresh_processes(args, [[3, 2]])
+    assert peaks[theirs] == {"tensors": 2048, "process": 4096}
+    assert isinstance(peaks[ours], str) and "signal 9" in peaks[ours] and "out of memory" in peaks[ours]

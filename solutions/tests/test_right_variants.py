@@ -5,12 +5,16 @@ docstrings present as right earns every case, public and hidden, judged the grad
   says), in chapters 04 and 06 (whose float64 Transformer uses it);
 * chapter 02's mask applied after the softmax, the weights then renormalised over the keys left (the page shows
   both ways give the same weights);
-* chapter 07's greedy decoding that recomputes everything each step, model(src, ys), instead of encoding once.
+* chapter 07's greedy decoding that recomputes everything each step, model(src, ys), instead of encoding once;
+* the textbook forms of chapters 02 and 05 (scores divided by sqrt(d_k), torch.nn.functional.dropout, a LayerNorm
+  with .mean() and a division by sqrt(var + eps)), which the reference replaced by cheaper forms of the same
+  formulas (issue 20), in every chapter that uses them, its own code throughout the model.
 
 Each is planted beside a near miss that must lose points, so that the cases can tell.
 """
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import pytest
@@ -18,6 +22,10 @@ import torch
 from test_property_cases import REF, scores
 from torch import Tensor
 
+from course_admin.plan import hidden_cases
+from course_lib.provided import chapters
+from course_lib.provided.checking import judge, run_probe
+from course_lib.provided.layout import LAYOUT
 from course_lib.provided.loader import PatchedImpl
 
 
@@ -134,3 +142,34 @@ def test_a_right_variant_keeps_full_marks(chapter: str, overrides: dict) -> None
 def test_a_near_miss_loses_points(chapter: str, overrides: dict) -> None:
     got = scores(chapter, PatchedImpl(REF, overrides, label="near miss"), lambda case: True)
     assert sum(got.values()) < sum(scores(chapter, REF, lambda case: True).values())
+
+
+def textbook_forms():
+    """The bench's ``--textbook`` functions (solutions/scripts/bench_encoder.py): one definition of the old forms."""
+    spec = importlib.util.spec_from_file_location("bench_encoder", LAYOUT.root / "solutions/scripts/bench_encoder.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench.textbook_attention, bench.textbook_layer_norm
+
+
+@pytest.mark.parametrize("chapter", ["02", "03", "05", "06", "08"])
+def test_the_textbook_forms_keep_full_marks_throughout_the_model(chapter: str, monkeypatch) -> None:
+    """Every use inside the model is patched (MultiHeadAttention's call, every LayerNorm of encoder and decoder),
+    unlike PatchedImpl, which replaces what the spec calls by name; expected values come from the reference."""
+    attention, layer_norm = textbook_forms()
+    spec = chapters.load_spec(chapter)
+    got = {}
+    for case in [*spec.CASES, *hidden_cases(chapter)]:
+        if case.reads_source:
+            continue
+        torch.manual_seed(0)
+        inputs = case.make_inputs(case.seed)
+        expected = run_probe(spec.PROBES, case, REF, inputs)
+        with monkeypatch.context() as patch:
+            patch.setattr(REF.attention, "scaled_dot_product_attention", attention)
+            patch.setattr(REF.multihead, "scaled_dot_product_attention", attention)
+            patch.setattr(REF.encoder.LayerNorm, "forward", layer_norm)
+            actual = run_probe(spec.PROBES, case, REF, inputs)
+        got[case.name] = judge(chapter, case, actual, inputs, expected, {}, spec.MISTAKES).earned
+    full = scores(chapter, REF, lambda case: True)
+    assert got == full, {name: v for name, v in got.items() if v != full[name]}
