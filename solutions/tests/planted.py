@@ -39,7 +39,7 @@ def _but(lose: list[int]) -> list[float]:
 _LINES = REFERENCE.splitlines(keepends=True)
 BODY = _LINES[next(i for i, line in enumerate(_LINES) if "### BEGIN SOLUTION" in line) + 1]  # first body line
 SCALE = next(line.split("#")[0].strip() for line in _LINES if "/ math.sqrt(" in line)  # scores = ... / sqrt
-UNSCALED = SCALE.split(" / math.sqrt(")[0]
+UNSCALED = SCALE.replace(" / math.sqrt(d_k)", "")  # the same line without its scale, whichever side it divides
 MIX = next(line.split("#")[0].strip() for line in _LINES if line.strip().startswith("output ="))  # output = ...
 # PyTorch's fused attention gives the output; with dropout it cannot use the weights dropped here, so then the
 # output is mixed by hand (the values stay right everywhere: only the source scan can tell)

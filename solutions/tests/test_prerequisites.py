@@ -25,7 +25,7 @@ from course_lib.provided.layout import LAYOUT, REPO_ROOT, chapter_facts, prerequ
 
 REFERENCE_02 = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
 SCALE = next(line.split("#")[0].strip() for line in REFERENCE_02.splitlines() if "/ math.sqrt(" in line)
-WRONG_02 = REFERENCE_02.replace(SCALE, SCALE.split(" / math.sqrt(")[0])  # the √d_k scale left out
+WRONG_02 = REFERENCE_02.replace(SCALE, SCALE.replace(" / math.sqrt(d_k)", ""))  # the √d_k scale left out
 
 SPEC_03 = '''"""Fixture chapter 03 (tests only): self-attention applied twice, on chapter 02's attention."""
 from __future__ import annotations
