@@ -76,6 +76,20 @@ def _layer(g: torch.Generator, prefix: str, d_model: int, d_ff: int, dtype: torc
     return params
 
 
+def _stack(g: torch.Generator, layer: Callable[..., dict[str, Tensor]], layers: int | None, d_model: int, d_ff: int,
+           dtype: torch.dtype, norm_first: bool) -> dict[str, Tensor]:
+    """One layer's parameters made by ``layer`` (``layers`` None), or ``num_layers`` and each layer's under
+    "layers.i.", with the stack's final norm under Pre-LN; drawn from ``g`` in that order."""
+    if layers is None:
+        return layer(g, "", d_model, d_ff, dtype)
+    params = {"num_layers": torch.tensor(layers)}
+    for i in range(layers):
+        params.update(layer(g, f"layers.{i}.", d_model, d_ff, dtype))
+    if norm_first:
+        params.update(_norm(g, "norm", d_model, dtype))
+    return params
+
+
 def layer_inputs(seed: int, batch: int = 2, seq: int = 5, d_model: int = 12, heads: int = 3, d_ff: int = 24,
                  norm_first: bool = False, layers: int | None = None, mask: bool | str = False,
                  dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
@@ -86,14 +100,7 @@ def layer_inputs(seed: int, batch: int = 2, seq: int = 5, d_model: int = 12, hea
     g = torch.Generator().manual_seed(seed)
     inputs = {"x": torch.randn(batch, seq, d_model, generator=g, dtype=dtype), "num_heads": torch.tensor(heads),
               "d_ff": torch.tensor(d_ff), "norm_first": torch.tensor(norm_first)}
-    if layers is None:
-        inputs.update(_layer(g, "", d_model, d_ff, dtype))
-    else:
-        inputs["num_layers"] = torch.tensor(layers)
-        for i in range(layers):
-            inputs.update(_layer(g, f"layers.{i}.", d_model, d_ff, dtype))
-        if norm_first:
-            inputs.update(_norm(g, "norm", d_model, dtype))
+    inputs.update(_stack(g, _layer, layers, d_model, d_ff, dtype, norm_first))
     if mask:
         inputs["mask"] = _padding(batch, seq)                            # (batch, 1, 1, seq)
     if mask == "causal":

@@ -48,14 +48,7 @@ def decoder_inputs(seed: int, batch: int = 2, tgt_seq: int = 5, src_seq: int = 7
     inputs = {"x": torch.randn(batch, tgt_seq, d_model, generator=g, dtype=dtype),
               "memory": torch.randn(batch, src_seq, d_model, generator=g, dtype=dtype),
               "num_heads": torch.tensor(heads), "d_ff": torch.tensor(d_ff), "norm_first": torch.tensor(norm_first)}
-    if layers is None:
-        inputs.update(_layer(g, "", d_model, d_ff, dtype))
-    else:
-        inputs["num_layers"] = torch.tensor(layers)
-        for i in range(layers):
-            inputs.update(_layer(g, f"layers.{i}.", d_model, d_ff, dtype))
-        if norm_first:
-            inputs.update(_norm(g, "norm", d_model, dtype))
+    inputs.update(_ch05._stack(g, _layer, layers, d_model, d_ff, dtype, norm_first))
     causal = torch.tril(torch.ones(tgt_seq, tgt_seq, dtype=torch.bool))          # (tgt_seq, tgt_seq)
     if tgt_mask == "causal":
         inputs["tgt_mask"] = causal
