@@ -1,6 +1,7 @@
 """The benchmark scripts run, and compare like with like (speed itself is never asserted: see their output)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import shutil
@@ -10,6 +11,14 @@ import sys
 import pytest
 
 from course_lib.provided.layout import LAYOUT
+
+
+def bench_encoder():
+    """solutions/scripts/bench_encoder.py imported as a module (a script, not in a package)."""
+    spec = importlib.util.spec_from_file_location("bench_encoder", LAYOUT.root / "solutions/scripts/bench_encoder.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
 
 
 def test_bench_encoder_compares_two_models_of_the_same_size(tmp_path) -> None:
@@ -84,14 +93,10 @@ def test_peak_tensor_bytes_adds_up_what_is_alive_at_once() -> None:
 def test_the_textbook_forms_compute_what_the_reference_computes() -> None:
     """``bench_encoder.py --textbook`` times chapters 02 and 05 as first written: the same functions as the
     reference's cheaper forms (and as PyTorch's), or its ratio would compare two different models."""
-    import importlib.util
-
     import torch
 
     from course_ref.attention import scaled_dot_product_attention
-    spec = importlib.util.spec_from_file_location("bench_encoder", LAYOUT.root / "solutions/scripts/bench_encoder.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = bench_encoder()
     torch.manual_seed(0)
     norm = bench.LayerNorm(16)
     with torch.no_grad():
@@ -118,12 +123,9 @@ def test_a_peak_process_that_dies_costs_only_its_peak(monkeypatch) -> None:
     """The throughput is measured before the peaks: a peak process killed (here as for memory, -9) is reported
     as such in its row, and the other side's peak still comes back, instead of a traceback that loses both."""
     import argparse
-    import importlib.util
     import subprocess
 
-    spec = importlib.util.spec_from_file_location("bench_encoder", LAYOUT.root / "solutions/scripts/bench_encoder.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = bench_encoder()
     ours, theirs = bench.SIDES
 
     def run(command, **kwargs):

@@ -14,18 +14,17 @@ Each is planted beside a near miss that must lose points, so that the cases can 
 """
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import pytest
 import torch
+from test_benchmarks import bench_encoder
 from test_property_cases import REF, scores
 from torch import Tensor
 
 from course_admin.plan import hidden_cases
 from course_lib.provided import chapters
 from course_lib.provided.checking import judge, run_probe
-from course_lib.provided.layout import LAYOUT
 from course_lib.provided.loader import PatchedImpl
 
 
@@ -146,9 +145,7 @@ def test_a_near_miss_loses_points(chapter: str, overrides: dict) -> None:
 
 def textbook_forms():
     """The bench's ``--textbook`` functions (solutions/scripts/bench_encoder.py): one definition of the old forms."""
-    spec = importlib.util.spec_from_file_location("bench_encoder", LAYOUT.root / "solutions/scripts/bench_encoder.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = bench_encoder()
     return bench.textbook_attention, bench.textbook_layer_norm
 
 
