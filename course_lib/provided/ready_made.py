@@ -18,7 +18,7 @@ from typing import Any
 
 from torch import Tensor
 
-from .checking import SOURCE_PROBE, Case, Result
+from .cases import SOURCE_PROBE, Case, Result
 
 
 def _no_inputs(seed: int) -> dict[str, Tensor]:
