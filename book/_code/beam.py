@@ -1,6 +1,6 @@
 """Beam search for a chapter 06 ``Transformer``: the decoding the paper translates with (section 6.1:
 beam size 4, length penalty alpha = 0.6). The book's own code for chapter 07's section on beam search,
-shown there and tested in solutions/tests/test_beam_search.py. It is not part of ``course_lib``: a beam of
+shown there and tested in solutions/tests/book/test_beam_search.py. It is not part of ``course_lib``: a beam of
 one is greedy decoding, which chapter 07 asks learners to write themselves.
 
 Greedy decoding keeps one prefix and takes the most likely next token. Beam search keeps the ``beam_size``

@@ -17,9 +17,9 @@ from .layout import LAYOUT
 
 LEARNER = {"check": "course_lib.provided.check", "submit": "course_lib.provided.submit",
            "capstone": "course_lib.provided.capstone.run"}
-INSTRUCTOR = {"release": "course_admin.release", "refs": "course_admin.refs", "grade": "course_admin.grade",
-              "report": "course_admin.class_report", "gradescope": "course_admin.gradescope",
-              "feedback": "course_admin.hub_feedback"}
+INSTRUCTOR = {"release": "course_admin.release.release", "refs": "course_admin.release.refs",
+              "grade": "course_admin.grading.grade", "report": "course_admin.exports.class_report",
+              "gradescope": "course_admin.exports.gradescope", "feedback": "course_admin.exports.hub_feedback"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,7 +3,7 @@
 Each is the reference with one mistake planted: a wrong masked_mean is also the pooling of that
 variant's TransformerClassifier, so that every case sees the mistake where a learner's code would carry
 it. The variants use the reference's chapters 04 and 05. Seed 000's whole classifier, which carries
-several of these mistakes at once, is solutions/tests/test_ch08_seed000.py.
+several of these mistakes at once, is solutions/tests/checks/test_ch08_seed000.py.
 """
 from __future__ import annotations
 

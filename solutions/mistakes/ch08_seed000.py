@@ -13,7 +13,7 @@ load their weights into it. It carries the mistakes chapter 08 corrects:
 * its attention fills masked scores with -inf (a fully masked row would become NaN), never reached
   here because no mask is ever given.
 
-solutions/tests/test_ch08_seed000.py submits it to the checks; book/08_capstone.md measures its pooling.
+solutions/tests/checks/test_ch08_seed000.py submits it to the checks; book/08_capstone.md measures its pooling.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Planted submissions for solutions/tests/test_grading.py: each a learner who does one thing, with its expected scores.
+"""Planted submissions for solutions/tests/grading/test_grading.py: each a learner who does one thing, with its expected scores.
 
 Everything is generated into a temporary folder at test time from the reference source, so that no
 conftest.py, sitecustomize.py or torch.py ever sits in the repository's tests/.

@@ -1,4 +1,4 @@
-"""Planted submissions for solutions/tests/test_grading_holes.py: who a submission belongs to, what a
+"""Planted submissions for solutions/tests/grading/test_grading_holes.py: who a submission belongs to, what a
 learner's code can write, how many processes it can start, and what reaches a spreadsheet.
 
 Expected scores are named, not listed: "full" (every case passes: points == max_points on each row of the
@@ -13,7 +13,7 @@ import unicodedata
 import zipfile
 from pathlib import Path
 
-from planted import NO_SCALE, REFERENCE, _prefix
+from .planted import NO_SCALE, REFERENCE, _prefix
 
 # A loop writing 15 MiB files wherever it can: the working folder (/sandbox), HOME, /tmp, the root,
 # /dev/shm and the results folder. It stops itself at 320 MiB so that a broken sandbox cannot fill the

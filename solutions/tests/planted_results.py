@@ -1,5 +1,5 @@
 """Planted learners against what the grader reads back (issue 17, points 2, 4 and 5), for
-test_hostile_results.py and test_hidden_redaction.py.
+test_results_hostile.py and test_hidden_redaction.py.
 
 A learner's code runs in the grading child's own process, so it can write any bytes to the result pipe
 ($COURSE_RESULT_FD, frames of ``<IQ`` case index and length, then the payload): the frames below are
@@ -24,7 +24,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from planted import REFERENCE, _prefix
+from .planted import REFERENCE, _prefix
 
 MARKER = "LEAK7F3Q"  # in every leaker's message: no hidden case's row may show it
 
@@ -160,8 +160,8 @@ def big_manifest_zip(path: Path) -> None:
 def fake_grade(sub, numbers, opts):
     """A stand-in for grade_learner in a worker: the learner named "killer" kills its worker (SIGKILL, as
     the OOM killer would); every other gets one passing row after a short while."""
-    from course_admin.batch import LearnerGrade
-    from course_admin.rows import GradeRow
+    from course_admin.grading.batch import LearnerGrade
+    from course_admin.records.rows import GradeRow
 
     if sub.learner == "killer":
         os.kill(os.getpid(), signal.SIGKILL)

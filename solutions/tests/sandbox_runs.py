@@ -1,4 +1,4 @@
-"""Shared by the sandbox tests (test_warm_sandbox.py, test_confinement.py): one hand-made learner run, warm
+"""Shared by the sandbox tests (test_warm.py, test_confine.py): one hand-made learner run, warm
 or cold, and the planted wrong fork servers.
 
 A run grades a learner module ``course_lib/hostile.py``, whose import does the planted harm, with a spec
@@ -150,7 +150,7 @@ CLEAN = {"others": 0, "tmp": 0, "ipc": 0, "keys": 0, "sockets": 0, "zygote_fds":
 @pytest.fixture
 def warm_cls():
     """make(cls=WarmSandbox, **kw): a warm sandbox, closed after the test."""
-    from course_admin import procs, warm
+    from course_admin.sandbox import procs, warm
 
     if not procs.bwrap_works()[0]:
         pytest.skip("bubblewrap does not work here")
@@ -167,7 +167,7 @@ def warm_cls():
 def run(w, harm: str, wall: float = 30.0, probe: str = "look", isolation: str = "bwrap"):
     """One learner's run in warm sandbox ``w``, or in a sandbox of its own (the cold way, ``isolation``) when
     ``w`` is None: (RunResult, what the probe returned or None, log text)."""
-    from course_admin import procs, sandbox
+    from course_admin.sandbox import cold, procs
 
     scratch = None if w is not None else Path(tempfile.mkdtemp(prefix="cold_"))
     box = Path(tempfile.mkdtemp(prefix="run_", dir=w.spool if w is not None else scratch))
@@ -185,14 +185,14 @@ def run(w, harm: str, wall: float = 30.0, probe: str = "look", isolation: str = 
         "ready_index": 999, "chapters": [{"chapter": "99", "spec": "tests/specs/ch99.py", "inputs": "inputs_ch99.pt",
                                           "cases": [{"index": 0, "local": 0, "probe": probe}]}]}))
     log = (w.root if w is not None else scratch) / f"{box.name}.log"
-    limits = sandbox.Limits(wall_s=wall, memory_bytes=2 * 1024**3)
+    limits = cold.Limits(wall_s=wall, memory_bytes=2 * 1024**3)
     try:
         if w is not None:
             result = w.run(box, 0, limits, log)
         else:
-            shutil.copy2(REPO / "solutions" / "course_admin" / "child.py", box / "_grader_child.py")
+            shutil.copy2(REPO / "solutions" / "course_admin" / "sandbox" / "child.py", box / "_grader_child.py")
             exe, _, _ = procs.python_paths()
-            result = sandbox.run(box, [str(exe), "-I", "-S", "/sandbox/_grader_child.py", "0"], limits, isolation, log)
+            result = cold.run(box, [str(exe), "-I", "-S", "/sandbox/_grader_child.py", "0"], limits, isolation, log)
         out = box / "out" / "000.pt"
         record = torch.load(out, weights_only=True) if out.is_file() else None
         seen = {k: v.tolist() for k, v in record["outputs"].items()} if record and record["kind"] == "outputs" else None
@@ -207,7 +207,7 @@ SHARED_NAMESPACES = ("        confine.own_namespaces()", "        pass")  # ... 
 
 def planted_zygote(warm_cls, folder: Path, *changes: tuple[str, str]):
     """A warm sandbox whose fork server has each (line, wrong) replaced: a planted wrong zygote."""
-    from course_admin import warm
+    from course_admin.sandbox import warm
 
     source = warm.FILES["zygote.py"].read_text()
     for line, wrong in changes:

@@ -13,10 +13,10 @@ change rarely needs a new font (about 1 MB). As a Sphinx extension this module
     build, named by $IPYTHONDIR for the kernels this build starts) and add it to ``font.family`` after the
     usual sans-serif, so matplotlib falls back to it for a figure's Chinese label instead of drawing boxes.
 
-The browser test (solutions/tests/test_browser.py) renders every page's Chinese and fails on a character
+The browser test (solutions/tests/book/test_browser.py) renders every page's Chinese and fails on a character
 the font lacks. Then subset again from the built book (``npm`` fetches the package):
 
-    .venv/bin/python book/_ext/cjk_font.py --html _build/html
+    .venv/bin/python -m course_admin.book.cjk_font --html _build/html
 """
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from course_lib.provided.layout import REPO_ROOT
+
+ROOT = REPO_ROOT
 STATIC = ROOT / "book" / "_static"
 FONT = STATIC / "fonts" / "course-cjk.ttf"  # TrueType: browsers and matplotlib (no WOFF in its FreeType)
 FAMILY = "Course CJK"
@@ -39,7 +41,7 @@ MEMBER = "package/files/noto-sans-sc-chinese-simplified-400-normal.woff"
 # CJK punctuation, unified ideographs, full-width forms: what the web font (and only it) draws
 CJK = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]")
 UNICODE_RANGE = "U+3000-303F, U+3400-4DBF, U+4E00-9FFF, U+FF00-FFEF"
-STARTUP = '''# Written by book/_ext/cjk_font.py: the book's CJK font for matplotlib in every page's kernel.
+STARTUP = '''# Written by solutions/course_admin/book/cjk_font.py: the book's CJK font for matplotlib in every page's kernel.
 try:
     import matplotlib as _mpl
     from matplotlib import font_manager as _fm

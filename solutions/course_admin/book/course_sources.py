@@ -15,11 +15,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from course_lib.provided.layout import REPO_ROOT
+
+ROOT = REPO_ROOT
 # what executed pages read besides their own cells: code and specs, reference outputs, the seed's
 # classifier, recorded runs (book/data), the book's own code (book/_code)
 SOURCES = ("course_lib/**/*.py", "solutions/course_ref/*.py", "solutions/mistakes/*.py", "solutions/hidden/*.py",
-           "solutions/course_admin/*.py", "solutions/scripts/*.py", "tests/specs/*.py", "tests/reference/*.pt",
+           "solutions/course_admin/**/*.py", "solutions/scripts/*.py", "tests/specs/*.py", "tests/reference/*.pt",
            "book/data/*", "book/_code/*.py", "pyproject.toml")
 PACKAGES = ("torch", "numpy", "matplotlib", "snownlp", "scikit-learn", "sacrebleu", "myst-nb", "ipykernel")
 MARK = "course sources digest"

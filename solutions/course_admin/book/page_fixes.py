@@ -1,4 +1,4 @@
-"""Sphinx extension: two errors every page threw in the browser (found by solutions/tests/test_browser.py).
+"""Sphinx extension: two errors every page threw in the browser (found by solutions/tests/book/test_browser.py).
 
 * sphinx-thebe's inline configuration script (``const THEBE_JS_URL = ...``) reached each page twice, and
   the second ``const`` threw "Identifier 'THEBE_JS_URL' has already been declared": a page keeps one copy

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from html import escape
 
-from .class_report import BINS, ChapterReport, ClassReport, Count
+from .class_summary import BINS, ChapterReport, ClassReport, Count
 
 STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #222; }

@@ -34,11 +34,13 @@ from pathlib import Path
 from course_lib.provided import chapters as chapters_mod
 from course_lib.provided.layout import LAYOUT
 
-from .submissions import MAX_ZIP_BYTES, SubmissionError, learner_id
+from ..intake.submissions import MAX_ZIP_BYTES, SubmissionError, learner_id
 
 BUNDLE = ("course_lib", "solutions/course_ref", "solutions/course_admin", "solutions/hidden", "solutions/mistakes",
           "solutions/source", "tests/specs", "tests/reference", "pyproject.toml", "constraints-cpu.txt", "README.md")
 SKIP = ("__pycache__", ".prepared", ".ipynb_checkpoints")
+# the instructor tools that grading never runs: benchmarks and mutation testing, the book's extensions
+LEFT_OUT = ("solutions/course_admin/measure", "solutions/course_admin/book")
 EXECUTABLE = 0o100755 << 16
 
 SETUP_SH = """#!/usr/bin/env bash
@@ -54,7 +56,7 @@ python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install -q -e /autograder/source/course
 # the reference, hidden cases and known mistakes: readable by root alone (learner code never runs as root)
 chmod -R go-rwx /autograder/source/course/solutions
-/autograder/venv/bin/python -m course_admin.gradescope prepare --chapters {chapters}
+/autograder/venv/bin/python -m course_admin.exports.gradescope prepare --chapters {chapters}
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
@@ -65,7 +67,7 @@ ROOT="${{COURSE_AUTOGRADER_ROOT:-/autograder}}"
 PYTHON="${{COURSE_AUTOGRADER_PYTHON:-/autograder/venv/bin/python}}"
 export PYTHONPATH="$ROOT/source/course:$ROOT/source/course/solutions"
 cd "$ROOT"
-exec "$PYTHON" -m course_admin.gradescope run --root "$ROOT" --chapters {chapters}{rlimits}
+exec "$PYTHON" -m course_admin.exports.gradescope run --root "$ROOT" --chapters {chapters}{rlimits}
 """
 
 
@@ -78,8 +80,10 @@ def bundle_files(root: Path = LAYOUT.root) -> list[tuple[Path, str]]:
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing: run `course gradescope` in the instructor's repository")
         for f in sorted([path] if path.is_file() else path.rglob("*")):
-            if f.is_file() and not any(s in f.parts for s in SKIP) and f.suffix != ".pyc":
-                files.append((f, f"course/{f.relative_to(root).as_posix()}"))
+            rel = f.relative_to(root).as_posix()
+            if f.is_file() and not any(s in f.parts for s in SKIP) and f.suffix != ".pyc" \
+                    and not any(rel.startswith(left + "/") for left in LEFT_OUT):
+                files.append((f, f"course/{rel}"))
     return files
 
 
@@ -113,7 +117,7 @@ def build(numbers: list[str], out: Path, allow_rlimits: bool = False) -> Path:
 # ---------------------------------------------------------------- in the container
 def prepare(numbers: list[str], store: Path) -> None:
     """Compute the chapters' expected values once, at image build, into ``store`` (plan's store)."""
-    from . import plan
+    from ..grading import plan
 
     store.mkdir(parents=True, exist_ok=True)
     os.chmod(store, 0o700)
@@ -153,8 +157,8 @@ def stage(folder: Path, work: Path, learner: str) -> Path:
 
 def run(root: Path, numbers: list[str], allow_rlimits: bool) -> int:
     """Grade /autograder/submission with `course grade` and write results/results.json."""
-    from . import grade
-    from .gradebook import Gradebook
+    from ..grading import grade
+    from ..records.gradebook import Gradebook
     from .gradescope_results import failure, results, write_results
 
     t0 = time.monotonic()
@@ -214,7 +218,7 @@ def _numbers(parser: argparse.ArgumentParser, given: list[str] | None) -> list[s
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] in (["run"], ["prepare"]):  # inside the autograder container
-        parser = argparse.ArgumentParser(prog=f"course_admin.gradescope {argv[0]}")
+        parser = argparse.ArgumentParser(prog=f"course_admin.exports.gradescope {argv[0]}")
         parser.add_argument("--root", type=Path, default=Path(os.environ.get("COURSE_AUTOGRADER_ROOT", "/autograder")))
         parser.add_argument("--chapters", nargs="+", required=True)
         parser.add_argument("--allow-rlimits", action="store_true")

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .class_report import HIDDEN_PREFIX
-from .lms import chapter_column
-from .rows import GradeRow
+from ..records.lms import chapter_column
+from ..records.rows import GradeRow
+from .class_summary import HIDDEN_PREFIX
 
 Table = list[tuple[str, GradeRow]]
 ISOLATION = {"bwrap": "in bubblewrap's sandbox", "rlimits": "under rlimits only (no sandbox)", "none": "nowhere"}

@@ -20,10 +20,10 @@ from pathlib import Path
 from course_lib.provided import chapters as chapters_mod
 from course_lib.provided.layout import LAYOUT
 
-from .class_report import mistake_texts
-from .gradebook import Gradebook, GradebookError
-from .report import feedback_markdown
-from .rows import GradeRow
+from ..records.gradebook import Gradebook, GradebookError
+from ..records.report import feedback_markdown
+from ..records.rows import GradeRow
+from .class_summary import mistake_texts
 
 BEGIN, END = "<!-- course grade: begin -->", "<!-- course grade: end -->"
 

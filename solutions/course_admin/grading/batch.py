@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import plan, warm
-from .rows import GradeRow, Options
-from .submissions import Submission
+from ..intake.submissions import Submission
+from ..records.rows import GradeRow, Options
+from ..sandbox import warm
+from . import plan
 from .verdict import zero_rows
 
 

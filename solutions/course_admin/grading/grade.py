@@ -42,16 +42,17 @@ from course_lib.provided import chapters as chapters_mod
 from course_lib.provided import uses
 from course_lib.provided.layout import LAYOUT
 
-from . import confine, plan, procs, sandbox
-from .answers import MAX_NOTEBOOK_BYTES, read_answers, source_answers
+from ..intake.answers import MAX_NOTEBOOK_BYTES, read_answers, source_answers
+from ..intake.manifest import manifest_warnings
+from ..intake.manual import read_manual_scores
+from ..intake.submissions import Reader, Submission, SubmissionError, discover
+from ..records.gradebook import Gradebook, GradebookError
+from ..records.report import export
+from ..records.rows import PREREQ_POLICIES, GradeRow, Options, total
+from ..sandbox import cold, confine, procs
+from . import plan
 from .batch import LearnerGrade, chapters_of, run_batch
-from .gradebook import Gradebook, GradebookError
-from .manifest import manifest_warnings
-from .manual import read_manual_scores
-from .report import export
-from .rows import PREREQ_POLICIES, GradeRow, Options, total
 from .sandboxed import grade_course_lib
-from .submissions import Reader, Submission, SubmissionError, discover
 from .verdict import zero_rows
 
 
@@ -215,7 +216,7 @@ def _err(line: str) -> None:
 def choose_isolation(args: argparse.Namespace) -> str | None:
     """The isolation of this run, or None (after saying why) when it must not grade at all."""
     try:
-        isolation = sandbox.detect(args.isolation)
+        isolation = cold.detect(args.isolation)
     except RuntimeError as exc:
         _err(f"{exc}; nothing graded")
         return None
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out)
     opts = replace(opts, isolation=isolation, store=str(out / ".prepared"))
-    sandbox.sweep_stale()
+    cold.sweep_stale()
     out.mkdir(parents=True, exist_ok=True)
     store = Path(opts.store)
     store.mkdir(mode=0o700, exist_ok=True)

@@ -25,7 +25,8 @@ from course_lib.provided.checking import Case
 from course_lib.provided.layout import LAYOUT, chapter_facts, modules_for, prerequisites
 from course_lib.provided.loader import load_file
 
-from .refs import outputs_for
+from ..release import refs
+from ..release.refs import outputs_for
 
 Tensors = dict[str, torch.Tensor]
 
@@ -67,8 +68,8 @@ _PREPARED: dict[str, Chapter] = {}
 _CACHE_DIR: list[Path] = []
 _STORE: list[Path] = []
 # what a chapter's prepared values depend on beyond its own spec, hidden cases and variants
-_ENGINE = [Path(__file__).with_name(n) for n in ("refs.py", "variants.py", "plan.py")] + \
-    [LAYOUT.root / "course_lib" / "provided" / n for n in ("checking.py", "loader.py")]
+_ENGINE = [Path(refs.__file__), Path(refs.__file__).with_name("variants.py"), Path(__file__)] + \
+    [LAYOUT.root / "course_lib" / "provided" / n for n in ("cases.py", "checking.py", "loader.py")]
 
 
 def use_store(folder: Path | str | None) -> None:

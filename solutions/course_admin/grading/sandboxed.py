@@ -19,15 +19,15 @@ from typing import Any
 
 from course_lib.provided.layout import LAYOUT, owner_of
 
-from . import sandbox, warm
+from ..intake.submissions import Reader, SubmissionError
+from ..records.rows import GradeRow, Options
+from ..sandbox import cold, warm
+from ..sandbox.results import ResultRefused, read_result
 from .plan import Chapter
-from .results import ResultRefused, read_result
-from .rows import GradeRow, Options
 from .source_scan import submitted_source, with_source_scans
-from .submissions import Reader, SubmissionError
 from .verdict import GraderFailure, decode, describe_exit, judge_case, syntax_error, zero_rows
 
-CHILD = Path(__file__).resolve().parent / "child.py"
+CHILD = warm.FILES["child.py"]  # the grading child (sandbox/child.py), copied into each box
 MAX_RESTARTS = 3
 READY_INDEX = 999  # the child's first frame: its setup (specs, inputs) is done, no learner code has run yet
 
@@ -125,7 +125,7 @@ def _write_job(box: Path, segments: list[Segment], opts: Options) -> None:
     for number in {n for seg in segments for n in [*seg.chapter.prereqs, seg.chapter.number]}:
         for path in LAYOUT.spec_files(number):  # the spec and its parts (chNN_<part>.py)
             shutil.copy2(path, specs / path.name)
-    _, prefix, site = sandbox.python_paths()
+    _, prefix, site = cold.python_paths()
     job = {"site_packages": str(site), "python_prefix": str(prefix), "output_cap": 1024**2,
            "audit": opts.isolation == "rlimits", "ready_index": READY_INDEX, "chapters": []}
     for seg in segments:
@@ -139,7 +139,7 @@ def _write_job(box: Path, segments: list[Segment], opts: Options) -> None:
 
 
 class _Watchdog:
-    """Polled by sandbox.run: stops the child when the chapter it is on has used its ``budget`` seconds.
+    """Polled by cold.run: stops the child when the chapter it is on has used its ``budget`` seconds.
     A chapter's clock starts when the child reaches it (its first result or the previous chapter's last)."""
 
     def __init__(self, out: Path, segments: list[Segment], start: int, budget: float) -> None:
@@ -178,7 +178,7 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) ->
     budget = opts.timeout_s
     while start < n:
         left = sum(1 for s in segments if s.end > start)
-        limits = sandbox.Limits(wall_s=budget * left + 5, memory_bytes=opts.memory_mb * 1024**2)
+        limits = cold.Limits(wall_s=budget * left + 5, memory_bytes=opts.memory_mb * 1024**2)
         result = _launch(box, start, limits, opts.isolation, log, _Watchdog(box / "out", segments, start, budget))
         done = {int(p.stem) for p in (box / "out").glob("[0-9][0-9][0-9].pt")}
         gap = next((i for i in range(start, n) if i not in done), None)
@@ -211,8 +211,8 @@ def _spool(opts: Options, work: Path) -> Path:
     return ready.spool if ready is not None else work
 
 
-def _launch(box: Path, start: int, limits: sandbox.Limits, isolation: str, log: Path,
-            watchdog: _Watchdog) -> sandbox.RunResult:
+def _launch(box: Path, start: int, limits: cold.Limits, isolation: str, log: Path,
+            watchdog: _Watchdog) -> cold.RunResult:
     """The grading child on ``box`` from case ``start``: forked by the warm sandbox when the box is in
     its spool, else in a sandbox of its own (a new bwrap or rlimits process)."""
     ready = warm.current(isolation)
@@ -221,9 +221,9 @@ def _launch(box: Path, start: int, limits: sandbox.Limits, isolation: str, log: 
             return ready.run(box, start, limits, log, watchdog)
         except warm.ZygoteError as exc:
             warm.broken(exc)
-    exe, _, _ = sandbox.python_paths()
+    exe, _, _ = cold.python_paths()
     inner = [str(exe), "-I", "-S", "/sandbox/_grader_child.py", str(start)]
-    return sandbox.run(box, inner, limits, isolation, log, watchdog=watchdog)
+    return cold.run(box, inner, limits, isolation, log, watchdog=watchdog)
 
 
 def _rest(messages: dict[int, GraderFailure], start: int, end: int, text: str) -> None:

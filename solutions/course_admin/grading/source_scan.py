@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from course_lib.provided.checking import judge_source
 
+from ..intake.submissions import Reader, SubmissionError
+from ..records.rows import GradeRow
 from .plan import Chapter
-from .rows import GradeRow
-from .submissions import Reader, SubmissionError
 
 
 def submitted_source(reader: Reader, module: str) -> bytes | None:

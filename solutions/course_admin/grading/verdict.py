@@ -21,8 +21,8 @@ import torch
 
 from course_lib.provided.checking import CheckFailure, compare_one, judge
 
+from ..records.rows import GradeRow
 from .plan import Chapter, GradedCase
-from .rows import GradeRow
 
 MAX_MESSAGE = 600
 

@@ -171,8 +171,8 @@ def peaks_in_fresh_processes(args: argparse.Namespace, lengths: list[list[int]])
     or why that process gave none: the throughput measured already is printed either way."""
     found: dict[str, dict[str, int] | str] = {}
     for name in SIDES:
-        command = [sys.executable, __file__, "--peak-of", name, "--preset", args.preset, "--device", args.device,
-                   "--threads", str(args.threads), "--lengths", json.dumps(lengths),
+        command = [sys.executable, "-m", "course_admin.measure.bench_encoder", "--peak-of", name,
+                   "--preset", args.preset, "--device", args.device, "--threads", str(args.threads), "--lengths", json.dumps(lengths),
                    *(["--compile"] if args.compile else []), *(["--textbook"] if args.textbook else [])]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode == 0:

@@ -38,15 +38,12 @@ import torch
 from cosmic_ray.ast import ast_nodes, get_ast
 from cosmic_ray.mutating import mutate_code
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "solutions")]
+from course_lib.provided import chapters
+from course_lib.provided.checking import judge, run_probe
+from course_lib.provided.layout import LAYOUT, chapter_facts
+from course_lib.provided.loader import Impl, load_file, load_impl
 
-from course_lib.provided import chapters  # noqa: E402
-from course_lib.provided.checking import judge, run_probe  # noqa: E402
-from course_lib.provided.layout import LAYOUT, chapter_facts  # noqa: E402
-from course_lib.provided.loader import Impl, load_file, load_impl  # noqa: E402
-
-from course_admin.plan import hidden_cases  # noqa: E402
+from ..grading.plan import hidden_cases
 
 PACKAGE = "course_mut"     # the mutated copy of course_ref, rebuilt for every mutant
 TIME_LIMIT = 30            # seconds a mutant may take (a mutant can make a loop run long): then it is killed

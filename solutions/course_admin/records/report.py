@@ -8,10 +8,10 @@ from pathlib import Path
 from course_lib.provided import chapters
 from course_lib.provided.layout import SpecError, chapter_facts
 
+from ..intake.submissions import disk_name
 from .gradebook import MANUAL, Gradebook
 from .lms import write_lms
 from .rows import GradeRow, total
-from .submissions import disk_name
 
 SECTIONS = (("course_lib", "course_lib checks"), ("notebook", "Notebook"), ("submission", "Submission"))
 

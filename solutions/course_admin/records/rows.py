@@ -17,7 +17,7 @@ PREREQ_POLICIES = ("learner", "reference")
 class Options:
     """How `course grade` runs learner code (from its command line)."""
 
-    isolation: str = "bwrap"            # "bwrap" or "rlimits", decided once per run (sandbox.detect)
+    isolation: str = "bwrap"            # "bwrap" or "rlimits", decided once per run (cold.detect)
     timeout_s: float = 60.0             # course_lib: per learner and chapter
     memory_mb: int = 2048               # course_lib: the child's address space
     notebooks: bool = True              # read the written answers of the chapter's notebook too

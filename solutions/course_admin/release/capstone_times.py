@@ -1,6 +1,6 @@
 """How long chapter 08's capstone commands take on a CPU: measured, kept in a record, never typed.
 
-    python -m course_admin.capstone_times --measure     # runs the commands (minutes), rewrites the record
+    python -m course_admin.release.capstone_times --measure     # runs the commands (minutes), rewrites the record
 
 The commands are those of the chapter 08 notebook's written question on pretraining: each run has its
 own ``--out``, so that a fine-tuning from scratch never resumes (or clashes with) the pretrained one.
@@ -63,7 +63,7 @@ def command(run: Run) -> str:
 def load(path: Path = RECORD) -> dict:
     """The measured record; a ReleaseError-friendly message when it is missing."""
     if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: measure it with `python -m course_admin.capstone_times "
+        raise FileNotFoundError(f"{path} is missing: measure it with `python -m course_admin.release.capstone_times "
                                 "--measure`")
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -131,7 +131,7 @@ def readme_lines(record: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_admin.capstone_times", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m course_admin.release.capstone_times", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--measure", action="store_true", help="run the commands and rewrite the record")
     parser.add_argument("--to", type=Path, default=RECORD, help=f"the record to write (default {RECORD})")

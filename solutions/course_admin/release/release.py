@@ -32,7 +32,7 @@ from pathlib import Path
 
 from course_lib.provided.layout import EXERCISE_RE, LAYOUT, Layout
 
-from .answers import auto_graded
+from ..intake.answers import auto_graded
 from .learner_tree import export_learner_tree
 from .notebook_facts import filled_source
 from .stubs import ReleaseError, make_stub

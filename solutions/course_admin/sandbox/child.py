@@ -9,7 +9,7 @@ The job (``job.json``) lists one or more chapters, each with its spec, its input
 weights_only) and its cases numbered across the whole job. For each case from START on it runs the probe
 and sends a record: {"kind": "outputs", "outputs": {key: tensor | {"not_tensor": type name}}}
 or {"kind": "exception", "message": str}, ``torch.save``d, as one frame (case index, length, payload:
-``sandbox.RESULT_HEADER``) on the pipe whose fd is $COURSE_RESULT_FD; the parent writes it to
+``cold.RESULT_HEADER``) on the pipe whose fd is $COURSE_RESULT_FD; the parent writes it to
 ``out/NNN.pt``. Nothing is written to disk here: the sandbox folder is read-only. The parent treats a
 missing or unreadable result as a failure.
 """
@@ -22,8 +22,8 @@ import struct
 import sys
 
 MAX_MESSAGE = 600
-HEADER = struct.Struct("<IQ")   # = sandbox.RESULT_HEADER
-MAX_RESULT = 16 * 1024**2 - 4096  # under sandbox.Limits.result_bytes
+HEADER = struct.Struct("<IQ")   # = cold.RESULT_HEADER
+MAX_RESULT = 16 * 1024**2 - 4096  # under cold.Limits.result_bytes
 
 
 class _CappedStream:

@@ -1,4 +1,4 @@
-"""Run one command on learner code, contained: no network, limits, bounded disk, nothing left behind.
+"""The cold run: one command on learner code in a sandbox started for it, contained, nothing left behind.
 
 Two isolation levels (``procs.py`` names and detects them), chosen once per grading run (``detect()``)
 and recorded in every grade row:

@@ -1,6 +1,6 @@
 """Which isolation learner code gets: the bubblewrap probe, the switch, the unprivileged uid of the fallback.
 
-``sandbox.py`` runs the course_lib child with it (a notebook is never run by the grader: answers.py).
+``cold.py`` runs the course_lib child with it (a notebook is never run by the grader: answers.py).
 
 Isolation has two names, used everywhere (grade rows, the command line):
 

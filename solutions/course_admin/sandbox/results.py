@@ -2,7 +2,7 @@
 learner's code wrote.
 
 The sandboxed child sends each case's record as a ``torch.save`` archive (a zip file); the parent
-writes it to ``box/out/NNN.pt`` (sandbox.py). Learner code runs in the same process as the child and
+writes it to ``box/out/NNN.pt`` (cold.py). Learner code runs in the same process as the child and
 can write any bytes to the result pipe, so a frame is untrusted data. ``read_result`` loads one only
 when, before anything is decompressed or unpickled:
 
@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-RESULT_MAX_BYTES = 16 * 1024**2   # = sandbox.Limits.result_bytes: one frame on disk, and all it declares
+RESULT_MAX_BYTES = 16 * 1024**2   # = cold.Limits.result_bytes: one frame on disk, and all it declares
 PICKLE_MAX_BYTES = 1024**2        # a record's pickle: a few keys and a message of 600 characters
 MAX_MEMBERS = 1024
 MAX_NUMEL = RESULT_MAX_BYTES      # elements of every tensor of one frame together

@@ -2,10 +2,10 @@
 torch once, and forks a fresh grading child for each run, one at a time.
 
 Why: starting Python and importing torch costs about 1.5 s of CPU, and it was most of a submission's
-cost when each chapter is its own assignment. The cold way (sandbox.run: a new bwrap and a new Python
+cost when each chapter is its own assignment. The cold way (cold.run: a new bwrap and a new Python
 per run) stays for the rlimits fallback and behind ``COURSE_GRADE_WARM=0``.
 
-What a learner's run gets is what sandbox.run gives under bwrap: the same namespaces, read-only root,
+What a learner's run gets is what cold.run gives under bwrap: the same namespaces, read-only root,
 64 MiB /tmp, rlimits (set by the zygote in the child), the cgroup (one for the sandbox's life), the
 result pipe and a log of its own; and more, since the sandbox outlives the run: the zygote is the
 sandbox's pid 1 (bubblewrap's ``--as-pid-1``), undumpable, and each child takes user, network and IPC
@@ -39,7 +39,7 @@ from collections.abc import Callable
 from multiprocessing import util
 from pathlib import Path
 
-from . import confine, procs, reaper, sandbox
+from . import cold, confine, procs, reaper
 
 SWITCH = "COURSE_GRADE_WARM"
 HERE = Path(__file__).resolve().parent
@@ -74,20 +74,20 @@ class WarmSandbox:
         self.starts = 0  # sandboxes started: one, unless runs ended badly
 
     # ------------------------------------------------------------------ life of the sandbox
-    def _start(self, limits: sandbox.Limits) -> None:
+    def _start(self, limits: cold.Limits) -> None:
         ok, why = confine.available()
         if not ok:  # the runs of a warm sandbox share it: never without the filter
             raise ZygoteError(why)
         (self.spool / "_zygote" / "filter.bpf").write_bytes(confine.compile_filter())
         exe, _, site = procs.python_paths()
-        self.cgroup = sandbox.new_cgroup(limits)
+        self.cgroup = cold.new_cgroup(limits)
         token_var, self.token = reaper.new_token()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        # the spool where sandbox.run would bind a run's box; no RLIMIT_CPU: the zygote outlives many runs
-        argv = sandbox._bwrap_argv(self.spool, [str(exe), "-I", "-S", "/sandbox/_zygote/zygote.py", str(site)], limits,
-                                   pid_1=self.PID_1)
-        script = sandbox._script(argv, limits, "bwrap", self.cgroup, None, cpu=False)
-        env = {**sandbox.environment("bwrap", self.spool, token_var, self.token),
+        # the spool where cold.run would bind a run's box; no RLIMIT_CPU: the zygote outlives many runs
+        argv = cold._bwrap_argv(self.spool, [str(exe), "-I", "-S", "/sandbox/_zygote/zygote.py", str(site)], limits,
+                                pid_1=self.PID_1)
+        script = cold._script(argv, limits, "bwrap", self.cgroup, None, cpu=False)
+        env = {**cold.environment("bwrap", self.spool, token_var, self.token),
                "COURSE_ZYGOTE_FD": str(theirs.fileno())}
         with open(self.root / "zygote.log", "ab") as log:
             self.proc = subprocess.Popen(["/bin/sh", "-c", script], stdin=subprocess.DEVNULL, stdout=log,
@@ -102,7 +102,7 @@ class WarmSandbox:
             raise ZygoteError(f"the warm sandbox did not start: {tail or 'no output'}")
 
     @staticmethod
-    def _key(limits: sandbox.Limits) -> tuple:
+    def _key(limits: cold.Limits) -> tuple:
         return limits.memory_bytes, limits.max_processes, limits.tmp_bytes, limits.file_bytes, limits.open_files
 
     def stop(self) -> None:
@@ -146,9 +146,9 @@ class WarmSandbox:
             return message if ok else {}
 
     # ------------------------------------------------------------------ one run
-    def run(self, box: Path, start: int, limits: sandbox.Limits, log: Path,
-            watchdog: Callable[[], bool] | None = None) -> sandbox.RunResult:
-        """What sandbox.run does for the grading child, in a child forked by the warm zygote."""
+    def run(self, box: Path, start: int, limits: cold.Limits, log: Path,
+            watchdog: Callable[[], bool] | None = None) -> cold.RunResult:
+        """What cold.run does for the grading child, in a child forked by the warm zygote."""
         if box.parent != self.spool:
             raise ValueError(f"{box} is not in the warm sandbox's spool {self.spool}")
         request = {"box": f"/sandbox/{box.name}", "start": start,
@@ -158,17 +158,17 @@ class WarmSandbox:
         ended = self._attempt(request, box, limits, log, watchdog)
         if ended.get("unstarted"):  # the zygote died between runs: none of this run's code ran; once more
             ended = self._attempt(request, box, limits, log, watchdog)
-        sandbox._cap_log(log, limits.output_keep)
+        cold._cap_log(log, limits.output_keep)
         if ended.get("left"):
             with open(log, "ab") as fh:
                 fh.write(f"\n[warm sandbox thrown away: {ended['left']}]\n".encode())
         if "returncode" in ended:
-            return sandbox.RunResult(ended["returncode"], False)
+            return cold.RunResult(ended["returncode"], False)
         if ended.get("timeout"):
-            return sandbox.RunResult(None, True)
-        return sandbox.RunResult(-9, False)  # the sandbox itself ended: reported as the run being killed
+            return cold.RunResult(None, True)
+        return cold.RunResult(-9, False)  # the sandbox itself ended: reported as the run being killed
 
-    def _attempt(self, request: dict, box: Path, limits: sandbox.Limits, log: Path,
+    def _attempt(self, request: dict, box: Path, limits: cold.Limits, log: Path,
                  watchdog: Callable[[], bool] | None) -> dict:
         """Hand the run to the zygote (a new sandbox first if none is up or its limits differ) and wait for
         its end. Returns the zygote's last message with the run's "returncode" added; {"timeout": True};
@@ -178,7 +178,7 @@ class WarmSandbox:
             self.stop()
             self._start(limits)
         read_end, write_end = os.pipe()
-        collector = sandbox._Collector(read_end, box / "out", limits)
+        collector = cold._Collector(read_end, box / "out", limits)
         ended: dict = {}
         try:
             with open(log, "wb") as out:

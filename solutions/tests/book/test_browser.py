@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from course_admin.book import browser_check, cjk_font
 from course_lib.provided.layout import REPO_ROOT
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
-import browser_check  # noqa: E402
-import cjk_font  # noqa: E402
 
 REQUIRED = bool(os.environ.get("COURSE_REQUIRE_BOOK"))
 BOOK = Path(os.environ.get("COURSE_BOOK_HTML") or REPO_ROOT / "_build" / "html")
@@ -93,5 +89,5 @@ def test_every_page_of_the_built_book(browser_ready: None) -> None:
         assert all((shots / f"{stem}-{size}.jpg").is_file() for size in browser_check.VIEWPORTS)
     used = cjk_font.characters(*(p.read_text(encoding="utf-8") for p in browser_check.pages(BOOK)))
     lacking = "".join(sorted(used - cjk_font.font_characters()))
-    assert not lacking, (f"the book's font lacks {lacking}: run `.venv/bin/python book/_ext/cjk_font.py --html "
+    assert not lacking, (f"the book's font lacks {lacking}: run `.venv/bin/python -m course_admin.book.cjk_font --html "
                          f"{BOOK}` and commit book/_static/fonts/")

@@ -1,21 +1,18 @@
-"""The book's CJK font (book/_ext/cjk_font.py): it holds every Chinese character of the book's sources, and
+"""The book's CJK font (solutions/course_admin/book/cjk_font.py): it holds every Chinese character of the book's sources, and
 a page whose figure has Chinese labels builds with warnings as errors only with the extension (without it,
 matplotlib's "Glyph missing from font(s) DejaVu Sans" on stderr fails the build). The browser test renders
 the pages' Chinese (test_browser.py).
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
+from course_admin.book import cjk_font
 from course_lib.provided.layout import REPO_ROOT
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(REPO_ROOT / "book" / "_ext"))
-import cjk_font  # noqa: E402
-from test_launch_buttons import build  # noqa: E402
+from .test_launch_buttons import build
 
 FIGURE = ("import matplotlib.pyplot as plt\n"
           "fig, ax = plt.subplots(figsize=(3, 2))\nax.bar([0, 1, 2], [1, 2, 3])\n"
@@ -24,7 +21,7 @@ FIGURE = ("import matplotlib.pyplot as plt\n"
 
 def test_the_font_holds_the_books_characters() -> None:
     lacking = "".join(sorted(cjk_font.book_characters(None) - cjk_font.font_characters()))
-    assert not lacking, f"book/_static/fonts lacks {lacking}: run `.venv/bin/python book/_ext/cjk_font.py --html _build/html`"
+    assert not lacking, f"book/_static/fonts lacks {lacking}: run `.venv/bin/python -m course_admin.book.cjk_font --html _build/html`"
     assert (cjk_font.FONT.parent / "OFL.txt").is_file()
     assert f'url("fonts/{cjk_font.FONT.name}")' in (REPO_ROOT / "book" / "_static" / "cjk.css").read_text(encoding="utf-8")
 

@@ -1,18 +1,14 @@
-"""The book's execution cache (book/_ext/course_sources.py): every executed page carries a digest of the
+"""The book's execution cache (solutions/course_admin/book/course_sources.py): every executed page carries a digest of the
 course's sources, so a cached page is reused only while nothing it may read has changed."""
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
 
+from course_admin.book import course_sources
 from course_lib.provided.layout import LAYOUT
-
-spec = importlib.util.spec_from_file_location("course_sources", LAYOUT.root / "book" / "_ext" / "course_sources.py")
-course_sources = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(course_sources)
 
 
 @pytest.fixture
@@ -29,7 +25,7 @@ def tree(tmp_path: Path) -> Path:
 
 def test_the_config_caches_and_loads_the_extension() -> None:
     config = (LAYOUT.root / "_config.yml").read_text()
-    assert "execute_notebooks: cache" in config and "course_sources: book/_ext" in config
+    assert "execute_notebooks: cache" in config and "course_admin.book.course_sources" in config
 
 
 def test_the_digest_is_the_repositorys_and_is_stable(tree: Path) -> None:

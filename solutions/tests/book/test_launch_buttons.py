@@ -1,4 +1,4 @@
-"""Launch buttons (book/_ext/launch_buttons.py): a tiny book of two executed pages, built with the book's
+"""Launch buttons (solutions/course_admin/book/launch_buttons.py): a tiny book of two executed pages, built with the book's
 own extension, carries Colab, Binder and JupyterHub links and launch notebooks when the course's
 repository URL is set, and no link to any of them, and no launch notebook, when it is empty (the default
 of _config.yml, so the offline book links nowhere).
@@ -45,9 +45,9 @@ def build(root: Path, settings: dict[str, str], extensions: tuple[str, ...] = ("
     for name, title in (("02_attention", "2. Attention"), ("08_capstone", "8. Capstone")):
         (root / "book" / f"{name}.md").write_text(PAGE.format(title=title, code=code), encoding="utf-8")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/02_attention\nchapters:\n  - file: book/08_capstone\n")
-    local = {name: str(REPO_ROOT / "book" / "_ext") for name in extensions}
     config = {"title": "tiny", "only_build_toc_files": True, "execute": {"execute_notebooks": "force", "stderr_output": "warn"},
-              "sphinx": {"local_extensions": local, "config": settings}}
+              "sphinx": {"extra_extensions": [f"course_admin.book.{name}" for name in extensions],
+                         "config": settings}}
     (root / "_config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     proc = subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(root), "--path-output",
                            str(root), "--warningiserror"], capture_output=True, text=True, timeout=600)
@@ -57,7 +57,7 @@ def build(root: Path, settings: dict[str, str], extensions: tuple[str, ...] = ("
 
 def test_the_books_setting_is_empty_by_default() -> None:
     config = yaml.safe_load((REPO_ROOT / "_config.yml").read_text(encoding="utf-8"))
-    assert "launch_buttons" in config["sphinx"]["local_extensions"]
+    assert "course_admin.book.launch_buttons" in config["sphinx"]["extra_extensions"]
     assert config["sphinx"]["config"]["course_repository_url"] == ""
 
 

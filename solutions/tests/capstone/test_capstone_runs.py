@@ -17,7 +17,8 @@ from course_lib.provided.capstone.run import main
 from course_lib.provided.capstone.vocab import CharVocab, bigram_keys
 from course_lib.provided.checkpoints import latest_checkpoint
 from course_lib.provided.loader import load_impl
-from test_training import one_thread  # noqa: F401 - autouse: tiny models, one thread
+
+from .test_training import one_thread  # noqa: F401 - autouse: tiny models, one thread
 
 
 @pytest.fixture

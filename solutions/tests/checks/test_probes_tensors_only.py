@@ -26,7 +26,7 @@ from course_lib.provided.checking import run_probe
 from course_lib.provided.layout import LAYOUT, modules_for
 from course_lib.provided.loader import load_impl
 
-from course_admin.plan import hidden_cases
+from course_admin.grading.plan import hidden_cases
 
 CHAPTERS = chapters.available()
 # calls that compare values; comparison operators are found as ast.Compare (``is`` and ``in`` are allowed:

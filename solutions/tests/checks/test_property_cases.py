@@ -20,7 +20,7 @@ from course_lib.provided import chapters
 from course_lib.provided.checking import Case, judge, run_probe
 from course_lib.provided.loader import PatchedImpl, load_impl
 
-from course_admin.plan import hidden_cases
+from course_admin.grading.plan import hidden_cases
 
 REF = load_impl("reference")
 
@@ -110,3 +110,38 @@ def test_code_that_computes_nothing_earns_no_property_case(chapter: str, overrid
     assert all(v == 0 for v in got.values()), got
     reference = scores(chapter, REF, wanted)
     assert all(reference[name] > 0 for name in got), reference  # the cases themselves are passable
+
+
+def test_a_hint_follows_only_the_failure_it_explains() -> None:
+    """Issue 18: the in-place hint is not printed for an output that ignores the query (inputs untouched); the
+    pe-buffer hint not for a wrong table in a buffer; the NaN hint of an empty row not for finite wrong values."""
+    from course_ref import classifier, positional
+
+    def hint_shown(chapter: str, overrides: dict, case: str) -> bool:
+        (result,) = chapters.run_chapter(chapter, PatchedImpl(REF, overrides), cases=[case])
+        hint = next(c for c in chapters.load_spec(chapter).CASES if c.name == case).hint
+        assert result.status == "fail" and hint, result
+        return hint in result.message
+
+    assert not hint_shown("02", {"attention.scaled_dot_product_attention": constant_attention},
+                          "inputs not modified in place")
+
+    class Shifted(positional.PositionalEncoding):  # a buffer, with a wrong table
+        def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000) -> None:
+            super().__init__(d_model, dropout, max_len)
+            self.pe = self.pe + 1.0
+
+    assert not hint_shown("04", {"positional.PositionalEncoding": Shifted}, "pe is a buffer, not a parameter")
+
+    def plain_mean(x, mask):  # finite, wrong: padding averaged in
+        return x.mean(dim=1)
+
+    assert not hint_shown("08", {"classifier.masked_mean": plain_mean,
+                                 "classifier.TransformerClassifier": classifier.TransformerClassifier},
+                          "masked_mean: a row of padding only gives zeros")
+
+    def nan_mean(x, mask):  # 0 / 0 on the empty row
+        keep = mask.unsqueeze(-1)
+        return x.masked_fill(~keep, 0.0).sum(1) / keep.sum(1).to(x.dtype)
+
+    assert hint_shown("08", {"classifier.masked_mean": nan_mean}, "masked_mean: a row of padding only gives zeros")

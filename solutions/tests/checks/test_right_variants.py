@@ -18,14 +18,15 @@ import math
 
 import pytest
 import torch
-from test_benchmarks import bench_encoder
-from test_property_cases import REF, scores
+from course_admin.measure import bench_encoder
 from torch import Tensor
 
-from course_admin.plan import hidden_cases
+from course_admin.grading.plan import hidden_cases
 from course_lib.provided import chapters
 from course_lib.provided.checking import judge, run_probe
 from course_lib.provided.loader import PatchedImpl
+
+from .test_property_cases import REF, scores
 
 
 def float32_table(max_len: int, d_model: int) -> Tensor:
@@ -145,7 +146,7 @@ def test_a_near_miss_loses_points(chapter: str, overrides: dict) -> None:
 
 def textbook_forms():
     """The bench's ``--textbook`` functions (solutions/scripts/bench_encoder.py): one definition of the old forms."""
-    bench = bench_encoder()
+    bench = bench_encoder
     return bench.textbook_attention, bench.textbook_layer_norm
 
 

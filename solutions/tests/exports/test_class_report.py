@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from course_admin.gradebook import Gradebook
-from course_admin.rows import GradeRow
+from course_admin.records.gradebook import Gradebook
+from course_admin.records.rows import GradeRow
 from course_lib.provided import chapters
 from course_lib.provided.layout import REPO_ROOT
 
@@ -181,8 +181,7 @@ def test_bad_input_is_named(tmp_path: Path) -> None:
 
 def test_report_of_a_graded_class(tmp_path: Path) -> None:
     """Three learners graded for real on chapter 02: the mistakes the grader names are counted."""
-    sys.path.insert(0, str(Path(__file__).parent))
-    import planted
+    from .. import planted
 
     nan = planted._sub("torch.finfo(scores.dtype).min", 'float("-inf")')
     learners = {name: {"files": {"course_lib/attention.py": code, "course_lib/__init__.py": ""}}

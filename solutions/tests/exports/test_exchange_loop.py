@@ -21,11 +21,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_admin.learner_tree import export_learner_tree
+from course_admin.release.learner_tree import export_learner_tree
 from course_lib.provided.layout import REPO_ROOT
 
-sys.path.insert(0, str(Path(__file__).parent))
-import planted  # noqa: E402
+from .. import planted
 
 ASSIGNMENT, ANSWER, COURSE = "ch02_attention", "answer-sqrt-dk", "tfs"
 SOURCE = REPO_ROOT / "solutions" / "source" / ASSIGNMENT

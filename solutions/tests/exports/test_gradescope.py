@@ -22,8 +22,7 @@ import pytest
 
 from course_lib.provided.layout import REPO_ROOT
 
-sys.path.insert(0, str(Path(__file__).parent))
-import planted  # noqa: E402
+from .. import planted
 
 VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
 FORMAT = {"enum": ["text", "html", "simple_format", "md", "ansi"]}
@@ -68,7 +67,7 @@ def autograder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     os.chmod(root / "run_autograder", 0o755)
     subprocess.run(["chmod", "-R", "go-rwx", str(root / "source" / "course" / "solutions")], check=True)  # as setup.sh
     env = {**os.environ, "PYTHONPATH": f"{root}/source/course:{root}/source/course/solutions"}
-    prepared = subprocess.run([sys.executable, "-m", "course_admin.gradescope", "prepare", "--root", str(root),
+    prepared = subprocess.run([sys.executable, "-m", "course_admin.exports.gradescope", "prepare", "--root", str(root),
                                "--chapters", "02"], env=env, capture_output=True, text=True, timeout=600)
     assert prepared.returncode == 0, prepared.stderr
     return root

@@ -91,16 +91,17 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout_p=0.0):  
 
 def test_one_child_grades_a_chapter_and_what_it_builds_on(tmp_path: Path, monkeypatch) -> None:
     """--prereqs learner: chapter 03 and chapter 02 under it run in one sandboxed child (one torch import)."""
-    from course_admin import grade, plan, sandbox, sandboxed, warm
+    from course_admin.grading import grade, plan, sandboxed
+    from course_admin.sandbox import cold, warm
     from course_lib.provided import chapters
-    from course_admin.rows import Options
-    from course_admin.submissions import Reader
+    from course_admin.records.rows import Options
+    from course_admin.intake.submissions import Reader
 
     write_folder(tmp_path / "zoe", FILES["03"])
     runs = []
     real = sandboxed._launch
     monkeypatch.setattr(sandboxed, "_launch", lambda *a, **k: runs.append(a[1]) or real(*a, **k))
-    opts = Options(isolation=sandbox.detect(), timeout_s=60, notebooks=False)
+    opts = Options(isolation=cold.detect(), timeout_s=60, notebooks=False)
     work = tmp_path / "work"
     work.mkdir()
     try:
@@ -162,9 +163,10 @@ def test_a_submission_of_the_whole_course_is_graded_on_every_chapter(tmp_path: P
 def test_a_spec_that_cannot_load_in_the_sandbox_is_the_graders_failure(tmp_path: Path, monkeypatch) -> None:
     """The child says "ready" before any learner code runs; a child that dies before that (here a spec
     that raises when loaded) is the grader's failure (retried next run), never a 0 for the learner."""
-    from course_admin import grade, sandbox, sandboxed, warm
-    from course_admin.rows import Options
-    from course_admin.submissions import Reader
+    from course_admin.grading import grade, sandboxed
+    from course_admin.sandbox import cold, warm
+    from course_admin.records.rows import Options
+    from course_admin.intake.submissions import Reader
 
     write_folder(tmp_path / "zoe", FILES["02"])
     real = sandboxed._write_job
@@ -174,7 +176,7 @@ def test_a_spec_that_cannot_load_in_the_sandbox_is_the_graders_failure(tmp_path:
         (box / "tests" / "specs" / "ch02.py").write_text("raise RuntimeError('a spec that needs a missing file')\n")
 
     monkeypatch.setattr(sandboxed, "_write_job", broken)
-    opts = Options(isolation=sandbox.detect(), timeout_s=60, notebooks=False)
+    opts = Options(isolation=cold.detect(), timeout_s=60, notebooks=False)
     work = tmp_path / "work"
     work.mkdir()
     try:

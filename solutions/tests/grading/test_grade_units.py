@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from course_admin.report import feedback_markdown
-from course_admin.rows import GradeRow
-from course_admin.verdict import decode, describe_exit
+from course_admin.grading.verdict import decode, describe_exit
+from course_admin.records.report import feedback_markdown
+from course_admin.records.rows import GradeRow
 from course_lib.provided import chapters
 from course_lib.provided.checking import CheckFailure
 from course_lib.provided.layout import (Layout, SpecError, chapter_facts, chapter_number, modules_for, owner_of,
@@ -120,7 +120,7 @@ def test_prereq_note() -> None:
 
 # ---------------------------------------------------------------- identity, CSV cells, the grade table's schema
 def test_learner_ids_come_from_collected_names_in_nfc() -> None:
-    from course_admin.submissions import learner_id
+    from course_admin.intake.submissions import learner_id
 
     assert learner_id("zoé_ch02.zip") == learner_id("zoe\u0301_ch02.zip") == "zoé"
     assert learner_id("zoë_ch02.zip") == "zoë" != learner_id("zoé_ch02.zip")
@@ -129,7 +129,7 @@ def test_learner_ids_come_from_collected_names_in_nfc() -> None:
 
 
 def test_disk_names_are_safe_and_distinct() -> None:
-    from course_admin.submissions import disk_name
+    from course_admin.intake.submissions import disk_name
 
     assert disk_name("sam") == "sam" and disk_name("a.b_c-1") == "a.b_c-1"
     names = [disk_name(n) for n in ("zoé", "zoë", "Zoe", "zoe~x", "=1+2", "..", "a/b", "zoe")]
@@ -141,7 +141,7 @@ def test_disk_names_are_safe_and_distinct() -> None:
 def test_discover_ignores_the_manifest_and_reports_collisions(tmp_path: Path) -> None:
     import json
 
-    from course_admin.submissions import discover
+    from course_admin.intake.submissions import discover
 
     def sub(folder: Path, claimed: str) -> None:
         (folder / "course_lib").mkdir(parents=True)
@@ -166,7 +166,7 @@ def test_discover_ignores_the_manifest_and_reports_collisions(tmp_path: Path) ->
 def test_csv_cells_that_a_spreadsheet_would_run_are_quoted(tmp_path: Path) -> None:
     import csv
 
-    from course_admin.gradebook import Gradebook, csv_cell
+    from course_admin.records.gradebook import Gradebook, csv_cell
 
     assert [csv_cell(v) for v in ("=1+2", "+1", "-x", "@f", "\tx", "\rx", "ok", "a=b")] == \
         ["'=1+2", "'+1", "'-x", "'@f", "'\tx", "'\rx", "ok", "a=b"]
@@ -191,7 +191,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_quoted(tmp_path: Path) -> No
 def test_a_grade_table_with_objects_we_did_not_create_is_refused(tmp_path: Path, extra: str) -> None:
     import sqlite3
 
-    from course_admin.gradebook import Gradebook, GradebookError
+    from course_admin.records.gradebook import Gradebook, GradebookError
 
     path = tmp_path / "gradebook.sqlite"
     Gradebook(path).close()
@@ -210,7 +210,7 @@ def test_a_grade_table_with_objects_we_did_not_create_is_refused(tmp_path: Path,
 def test_a_grade_table_with_other_columns_or_not_sqlite_is_refused(tmp_path: Path) -> None:
     import sqlite3
 
-    from course_admin.gradebook import Gradebook, GradebookError
+    from course_admin.records.gradebook import Gradebook, GradebookError
 
     changed = tmp_path / "changed.sqlite"
     db = sqlite3.connect(changed)
@@ -245,7 +245,7 @@ def test_check_table_says_a_repeated_failure_once() -> None:
 def test_a_gradebook_of_the_older_layout_is_named_as_such(tmp_path) -> None:
     import sqlite3
 
-    from course_admin.gradebook import Gradebook, GradebookError
+    from course_admin.records.gradebook import Gradebook, GradebookError
 
     path = tmp_path / "gradebook.sqlite"
     db = sqlite3.connect(path)

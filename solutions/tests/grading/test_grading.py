@@ -15,13 +15,14 @@ import threading
 import time
 from pathlib import Path
 
-import planted as plant
 import pytest
 
 from course_lib.provided.layout import LAYOUT
 
+from .. import planted as plant
+
 REPO = LAYOUT.root
-pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grade.py").is_file(),
+pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
                                 reason="the grader ships only with the instructor's repository")
 TIMEOUT = 10
 STRAY_MARKERS = (b"987654", b"_grader_child", b"_zygote/zygote.py")

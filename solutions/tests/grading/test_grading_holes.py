@@ -16,16 +16,17 @@ import sys
 import unicodedata
 from pathlib import Path
 
-import planted as plant
-import planted_holes as holes
 import pytest
 
-from course_admin import procs, reaper
-from course_admin.submissions import disk_name
+from course_admin.intake.submissions import disk_name
+from course_admin.sandbox import procs, reaper
 from course_lib.provided.layout import LAYOUT
 
+from .. import planted as plant
+from .. import planted_holes as holes
+
 REPO = LAYOUT.root
-pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grade.py").is_file(),
+pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
                                 reason="the grader ships only with the instructor's repository")
 
 BWRAP = procs.bwrap_works()[0] and os.environ.get(procs.SWITCH) != "rlimits"
@@ -221,7 +222,7 @@ def test_rlimits_as_root_reads_no_secret(tmp_path):
     """Issue 17: the fallback's uid kept CAP_DAC_READ_SEARCH when the interpreter lived under /root, so
     learner code read solutions/ and --out/.prepared. It now keeps no capability: it reads neither (the
     solutions only where every user may read them, which the banner says), or the run refuses, naming the fix."""
-    from course_admin import plan
+    from course_admin.grading import plan
 
     out = tmp_path / "out"
     prepared = out / ".prepared"

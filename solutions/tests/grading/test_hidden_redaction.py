@@ -1,6 +1,6 @@
 """A hidden case's message says nothing that learner code produced (issue 17, point 4): unit tests of
 verdict.judge_case on chapter 02's real hidden cases, with the failures a hostile learner can make the
-child report. Graded end to end by the planted leakers of test_hostile_results.py. Fast: no sandbox.
+child report. Graded end to end by the planted leakers of test_results_hostile.py. Fast: no sandbox.
 
 What reaches a hidden row is decided by who produced the failure (a ``GraderFailure`` this process
 observed, or a ``LearnerFailure`` decoded from the child), never by the message's wording.
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from planted_results import MARKER, MIMICS
 
-from course_admin import plan
-from course_admin.verdict import GraderFailure, LearnerFailure, decode, hidden_property, judge_case, syntax_error
+from course_admin.grading import plan
+from course_admin.grading.verdict import GraderFailure, LearnerFailure, decode, hidden_property, judge_case, syntax_error
 from course_lib.provided.layout import LAYOUT
+
+from ..planted_results import MARKER, MIMICS
 
 pytestmark = pytest.mark.skipif(not (LAYOUT.root / "solutions" / "hidden" / "ch02.py").is_file(),
                                 reason="the hidden cases ship only with the instructor's repository")

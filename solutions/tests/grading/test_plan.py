@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from course_admin import plan
+from course_admin.grading import plan
 
 
 @pytest.fixture

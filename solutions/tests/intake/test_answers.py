@@ -6,7 +6,7 @@ import json
 import nbformat
 import pytest
 
-from course_admin.answers import auto_graded, read_answers, source_answers, written_answers
+from course_admin.intake.answers import auto_graded, read_answers, source_answers, written_answers
 from course_lib.provided.layout import LAYOUT
 
 RELEASE = LAYOUT.exercises / "ch02_attention" / "ch02_attention.ipynb"

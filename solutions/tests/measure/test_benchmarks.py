@@ -1,7 +1,6 @@
 """The benchmark scripts run, and compare like with like (speed itself is never asserted: see their output)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -10,15 +9,8 @@ import sys
 
 import pytest
 
+from course_admin.measure import bench_encoder
 from course_lib.provided.layout import LAYOUT
-
-
-def bench_encoder():
-    """solutions/scripts/bench_encoder.py imported as a module (a script, not in a package)."""
-    spec = importlib.util.spec_from_file_location("bench_encoder", LAYOUT.root / "solutions/scripts/bench_encoder.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    return bench
 
 
 def test_bench_encoder_compares_two_models_of_the_same_size(tmp_path) -> None:
@@ -96,7 +88,7 @@ def test_the_textbook_forms_compute_what_the_reference_computes() -> None:
     import torch
 
     from course_ref.attention import scaled_dot_product_attention
-    bench = bench_encoder()
+    bench = bench_encoder
     torch.manual_seed(0)
     norm = bench.LayerNorm(16)
     with torch.no_grad():
@@ -125,7 +117,7 @@ def test_a_peak_process_that_dies_costs_only_its_peak(monkeypatch) -> None:
     import argparse
     import subprocess
 
-    bench = bench_encoder()
+    bench = bench_encoder
     ours, theirs = bench.SIDES
 
     def run(command, **kwargs):

@@ -8,15 +8,11 @@ mutant exists and still survives (every chapter), and chapter 02's whole run fin
 """
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from course_lib.provided import chapters
-from course_lib.provided.layout import LAYOUT, chapter_facts
-
-sys.path.insert(0, str(LAYOUT.root / "solutions" / "scripts"))
-import mutation_score  # noqa: E402
+from course_admin.measure import mutation as mutation_score
+from course_lib.provided.layout import chapter_facts
 
 CHAPTERS = chapters.available()
 

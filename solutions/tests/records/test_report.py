@@ -70,8 +70,8 @@ def test_a_notebook_is_read_never_run(tmp_path: Path) -> None:
 def test_feedback_keeps_answers_waiting_for_the_instructor_out_of_what_to_fix() -> None:
     """A written answer that waits for hand grading is no mistake: the learner has nothing to fix there.
     The totals say how many of the chapter's points still wait for the instructor."""
-    from course_admin.report import feedback_markdown
-    from course_admin.rows import GradeRow
+    from course_admin.records.report import feedback_markdown
+    from course_admin.records.rows import GradeRow
 
     def row(kind: str, component: str, points: float, max_points: float, status: str, message: str) -> GradeRow:
         return GradeRow("02", kind, component, points, max_points, status, message, "none")

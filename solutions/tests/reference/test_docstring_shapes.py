@@ -13,8 +13,9 @@ import math
 
 import pytest
 import torch
-from test_property_cases import REF, scores
 from torch import Tensor
+
+from ..checks.test_property_cases import REF, scores
 
 
 # ---------------------------------------------------------------- chapter 02: leading axes and seq_q

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from course_admin.learner_tree import INSTRUCTOR_ONLY
-from course_admin.release import main as release
+from course_admin.release.learner_tree import INSTRUCTOR_ONLY
+from course_admin.release.release import main as release
 from course_lib.provided import syllabus
 from course_lib.provided.layout import LAYOUT, REPO_ROOT, modules_for
 
@@ -185,7 +185,7 @@ def test_refuses_a_folder_that_is_not_empty(tmp_path: Path) -> None:
 
 
 def test_the_readme_points_to_the_book() -> None:
-    from course_admin.learner_tree import own_version
+    from course_admin.release.learner_tree import own_version
 
     url = "https://example.org/transformers"
     linked = own_version(REPO_ROOT, "README.md", url + "/")
@@ -201,8 +201,8 @@ def test_the_readme_lists_the_capstone_commands_with_measured_times() -> None:
     import json
     import math
 
-    from course_admin import capstone_times
-    from course_admin.learner_tree import own_version
+    from course_admin.release import capstone_times
+    from course_admin.release.learner_tree import own_version
 
     readme = own_version(REPO_ROOT, "README.md")
     record = json.loads((REPO_ROOT / "solutions" / "learner" / "capstone_times.json").read_text(encoding="utf-8"))

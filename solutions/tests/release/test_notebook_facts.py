@@ -19,9 +19,9 @@ import pytest
 
 from course_lib.provided.layout import REPO_ROOT, Layout
 
-from course_admin import capstone_times
-from course_admin.notebook_facts import filled_source
-from course_admin.stubs import ReleaseError
+from course_admin.release import capstone_times
+from course_admin.release.notebook_facts import filled_source
+from course_admin.release.stubs import ReleaseError
 
 RELEASED = sorted((REPO_ROOT / "exercises").glob("ch[0-9][0-9]_*/*.ipynb"))
 NUMBER = r"(\d+(?:\.\d+)?)"

@@ -1,4 +1,4 @@
-"""Nothing a learner's run does outlives it or reaches a later run (course_admin/confine.py, zygote.py).
+"""Nothing a learner's run does outlives it or reaches a later run (course_admin/sandbox/confine.py, zygote.py).
 
 Every learner process runs under a seccomp filter loaded before any learner code, the warm way and the cold
 way alike; under the warm sandbox each run has user, network and IPC namespaces of its own, and the fork
@@ -18,11 +18,12 @@ import sys
 import pytest
 
 from course_lib.provided.layout import LAYOUT
-from sandbox_runs import CLEAN, SHARED_NAMESPACES, UNFILTERED, clean_view, planted_zygote, run, warm_cls  # noqa: F401
+
+from ..sandbox_runs import CLEAN, SHARED_NAMESPACES, UNFILTERED, clean_view, planted_zygote, run, warm_cls  # noqa: F401
 
 REPO = LAYOUT.root
 pytestmark = [
-    pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "confine.py").is_file(),
+    pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "sandbox" / "confine.py").is_file(),
                        reason="the grader ships only with the instructor's repository"),
     pytest.mark.skipif(platform.machine() != "x86_64", reason="the planted attacks use x86_64 syscall numbers"),
 ]
@@ -46,7 +47,7 @@ def test_the_filter_denies_every_listed_call_warm(warm_cls):
 def test_the_filter_denies_every_listed_call_cold(isolation, monkeypatch):
     """The cold way: a new bwrap per run, or the rlimits fallback (run here with the grader's own uid, as a
     grader that is not root runs it: as root, an interpreter under /root cannot run as another uid)."""
-    from course_admin import procs
+    from course_admin.sandbox import procs
 
     if isolation == "bwrap" and not procs.bwrap_works()[0]:
         pytest.skip("bubblewrap does not work here")
@@ -172,7 +173,7 @@ def test_a_run_cannot_take_over_pid_1(warm_cls):
 def test_planted_sandbox_as_before_is_taken_over(warm_cls, tmp_path):
     """Planted: bubblewrap's init as pid 1 beside the zygote, children without the filter (the sandbox as it
     was). The agent kills every later run, and the sweep does not see it."""
-    from course_admin import warm
+    from course_admin.sandbox import warm
 
     class AsBefore(warm.WarmSandbox):
         PID_1 = False
@@ -200,7 +201,8 @@ def test_learners_graded_after_an_attacker_keep_full_marks(tmp_path, jobs):
     """Chapter 02 as its own assignment: an attacker (takes pid 1, leaves a socket server and a queue), then
     a friend who looks for what it left and loses every point if found, then correct learners. Everyone but
     the attacker gets every point, public and hidden."""
-    from course_admin import plan, procs
+    from course_admin.grading import plan
+    from course_admin.sandbox import procs
     from course_lib.provided import chapters
 
     if not procs.bwrap_works()[0]:
@@ -235,7 +237,7 @@ def test_learners_graded_after_an_attacker_keep_full_marks(tmp_path, jobs):
 def test_without_a_filter_the_warm_sandbox_refuses_and_the_cold_way_runs(monkeypatch):
     """No filter can be set here (libseccomp missing, planted): the warm sandbox refuses to start, which makes
     `course grade` say so and grade the cold way (warm.broken), and a cold run has no filter to load."""
-    from course_admin import confine, procs, sandbox, warm
+    from course_admin.sandbox import cold, confine, procs, warm
 
     if not procs.bwrap_works()[0]:
         pytest.skip("bubblewrap does not work here")
@@ -244,7 +246,7 @@ def test_without_a_filter_the_warm_sandbox_refuses_and_the_cold_way_runs(monkeyp
     w = warm.WarmSandbox()
     try:
         with pytest.raises(warm.ZygoteError, match="planted"):  # and a sandbox made by hand refuses to start
-            w._start(sandbox.Limits())
+            w._start(cold.Limits())
     finally:
         w.close()
     result, tried, log = run(None, "", probe="tried", isolation="bwrap")
@@ -252,7 +254,8 @@ def test_without_a_filter_the_warm_sandbox_refuses_and_the_cold_way_runs(monkeyp
 
 
 def test_course_grade_says_when_no_filter_can_be_set(monkeypatch, capsys, tmp_path):
-    from course_admin import confine, grade, procs
+    from course_admin.grading import grade
+    from course_admin.sandbox import confine, procs
 
     if not procs.bwrap_works()[0]:
         pytest.skip("bubblewrap does not work here")

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from course_admin import procs, reaper
+from course_admin.sandbox import procs, reaper
 
 
 def test_isolation_switch_and_a_forced_bwrap_that_cannot_run(monkeypatch):

@@ -3,7 +3,7 @@
 memory, a stride-0 view or a sparse tensor is refused), a worker process that dies costs only the learner
 it held, a manifest of large members costs a bounded read, a folder of large files a bounded fingerprint,
 and a notebook nested 200,000 deep fails only its own rows. The same graded end to end:
-test_hostile_results.py.
+test_results_hostile.py.
 """
 from __future__ import annotations
 
@@ -17,15 +17,16 @@ import time
 import zipfile
 from pathlib import Path
 
-import planted as plant
-import planted_results as hostile
 import pytest
 import torch
 
 from course_lib.provided.layout import LAYOUT
 
+from .. import planted as plant
+from .. import planted_results as hostile
+
 REPO = LAYOUT.root
-pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grade.py").is_file(),
+pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
                                 reason="the grader ships only with the instructor's repository")
 SOFT_AS = 6 * 1024**3  # the process that reads a frame: a bomb that got through fails here, not on the machine
 
@@ -46,7 +47,7 @@ RECORDS = [{"kind": "ready"}, {"kind": "exception", "message": "raised ValueErro
 
 
 def test_what_torch_save_writes_is_what_a_frame_may_hold(tmp_path):
-    from course_admin import results
+    from course_admin.sandbox import results
 
     names = set(zipfile.ZipFile(io.BytesIO(_saved(RECORDS[-1]))).namelist())
     folder, fixed = results.archive_names()
@@ -86,8 +87,8 @@ CRAFTED = ["compressed", "torch.save does not write", "object other than dense t
 
 @pytest.mark.parametrize("why", CRAFTED)
 def test_a_crafted_frame_is_refused_for_its_reason(tmp_path, why):
-    from course_admin import sandboxed
-    from course_admin.verdict import GraderFailure
+    from course_admin.grading import sandboxed
+    from course_admin.grading.verdict import GraderFailure
 
     (tmp_path / "out").mkdir()
     crafted = _crafted()
@@ -101,7 +102,7 @@ def test_a_crafted_frame_is_refused_for_its_reason(tmp_path, why):
 
 PROBE = ("import resource, sys, time\n"
          "from pathlib import Path\n"
-         "from course_admin import sandboxed\n"
+         "from course_admin.grading import sandboxed\n"
          "box = Path(sys.argv[1])\n"
          "outcome = sandboxed._outcome(box, 0, {})\n"
          "print(type(outcome).__name__, str(outcome)[:200])\n"
@@ -136,9 +137,9 @@ def test_a_deflate_bomb_frame_is_refused_before_anything_is_inflated(tmp_path):
 
 # ---------------------------------------------------------------- a worker that dies costs only its learner
 def test_a_worker_that_dies_costs_only_the_learner_it_held(tmp_path):
-    from course_admin.batch import WORKER_DIED, run_batch
-    from course_admin.rows import Options
-    from course_admin.submissions import Submission
+    from course_admin.grading.batch import WORKER_DIED, run_batch
+    from course_admin.records.rows import Options
+    from course_admin.intake.submissions import Submission
 
     names = ["ann", "bob", "killer", "cid", "dan", "eve"]
     todo = [Submission(n, tmp_path / n, chapter="02", fingerprint=f"fp-{n}") for n in names]
@@ -158,7 +159,7 @@ def test_a_worker_that_dies_costs_only_the_learner_it_held(tmp_path):
 
 # ---------------------------------------------------------------- what a manifest can make a run read
 def test_discovery_reads_no_manifest_member_and_grading_a_bounded_few(tmp_path, monkeypatch):
-    from course_admin import manifest, submissions
+    from course_admin.intake import manifest, submissions
 
     hostile.big_manifest_zip(tmp_path / "big_manifest_ch02.zip")
     read = []
@@ -175,7 +176,7 @@ def test_discovery_reads_no_manifest_member_and_grading_a_bounded_few(tmp_path, 
 
 
 def test_a_folder_of_large_files_is_fingerprinted_by_a_bounded_read(tmp_path):
-    from course_admin import submissions
+    from course_admin.intake import submissions
 
     folder = tmp_path / "sam"
     (folder / "course_lib").mkdir(parents=True)
@@ -193,8 +194,8 @@ def test_a_folder_of_large_files_is_fingerprinted_by_a_bounded_read(tmp_path):
 
 # ---------------------------------------------------------------- a notebook nested 200,000 deep, alone
 def test_reading_a_deep_notebook_fails_only_its_rows(tmp_path):
-    from course_admin import grade, plan
-    from course_admin.submissions import Reader
+    from course_admin.grading import grade, plan
+    from course_admin.intake.submissions import Reader
 
     (tmp_path / "sam" / "course_lib").mkdir(parents=True)
     (tmp_path / "sam" / "ch02_attention.ipynb").write_text(hostile.DEEP_NOTEBOOK)

@@ -12,7 +12,7 @@ attackers, run under a soft RLIMIT_AS with the peak memory of every process meas
 * a manifest listing 100 members of 20 MiB each: a warning row, nothing hashed by a run that skips it.
 
 ``--jobs 2`` grades them all, ``--jobs 1`` the bomb between two correct learners, then each again (a rerun
-keeps every grade). The same without a sandbox, one piece at a time: test_result_frames.py. About 1 min.
+keeps every grade). The same without a sandbox, one piece at a time: test_results.py. About 1 min.
 """
 from __future__ import annotations
 
@@ -21,15 +21,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import planted as plant
-import planted_results as hostile
 import pytest
 
-from course_admin import procs
+from course_admin.sandbox import procs
 from course_lib.provided.layout import LAYOUT
 
+from .. import planted as plant
+from .. import planted_results as hostile
+
 REPO = LAYOUT.root
-pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grade.py").is_file(),
+pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
                                 reason="the grader ships only with the instructor's repository")
 SOFT_AS = 6 * 1024**3  # every process of the run: a bomb that got through fails here, not on the machine
 PEAK_RSS = 1024**3  # no process of a run grows past this (about 360 MiB here; a loaded bomb frame is 2 GB)
@@ -77,7 +78,7 @@ def lib(rows: list[dict]) -> list[dict]:
 
 def cases() -> list:
     """Chapter 02's graded cases, public then hidden, as the grader prepares them."""
-    from course_admin import plan
+    from course_admin.grading import plan
 
     return plan.prepare("02").cases
 
@@ -150,7 +151,7 @@ def test_a_rerun_keeps_every_grade(batch):
 
 # ---------------------------------------------------------------- point 4: hidden cases, end to end
 def _hidden_secrets() -> list[str]:
-    from course_admin import plan
+    from course_admin.grading import plan
 
     chapter = plan.prepare("02")
     out = [hostile.MARKER]

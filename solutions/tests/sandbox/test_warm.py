@@ -1,4 +1,4 @@
-"""The warm sandbox (course_admin/warm.py, zygote.py): one learner's run must leave nothing that the next
+"""The warm sandbox (course_admin/sandbox/warm.py, zygote.py): one learner's run must leave nothing that the next
 learner's run can see, and a learner who attacks the fork server harms only their own run.
 
 Each test grades small hand-made runs: a learner module ``course_lib/hostile.py`` whose import does the
@@ -20,10 +20,11 @@ import pytest
 import torch
 
 from course_lib.provided.layout import LAYOUT
-from sandbox_runs import CLEAN, SHARED_NAMESPACES, UNFILTERED, clean_view, planted_zygote, run, warm_cls  # noqa: F401
+
+from ..sandbox_runs import CLEAN, SHARED_NAMESPACES, UNFILTERED, clean_view, planted_zygote, run, warm_cls  # noqa: F401
 
 REPO = LAYOUT.root
-pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "warm.py").is_file(),
+pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "sandbox" / "warm.py").is_file(),
                                 reason="the grader ships only with the instructor's repository")
 
 LEAVES_EVERYTHING = '''
@@ -128,7 +129,7 @@ def test_signals_from_a_run_do_not_reach_the_zygote(warm_cls, harm):
 def test_planted_zygote_beside_an_init_is_reached_and_thrown_away(warm_cls, harm, expect):
     """Planted: the zygote under bubblewrap's own init (as before it was pid 1). The signal reaches it; the
     sandbox is thrown away, so that only the attacker's run suffers."""
-    from course_admin import warm
+    from course_admin.sandbox import warm
 
     class BesideInit(warm.WarmSandbox):
         PID_1 = False
@@ -145,11 +146,11 @@ def test_planted_zygote_beside_an_init_is_reached_and_thrown_away(warm_cls, harm
 
 
 def test_a_box_outside_the_spool_is_refused(warm_cls, tmp_path):
-    from course_admin import sandbox
+    from course_admin.sandbox import cold
 
     w = warm_cls()
     with pytest.raises(ValueError, match="spool"):
-        w.run(tmp_path, 0, sandbox.Limits(), tmp_path / "log")
+        w.run(tmp_path, 0, cold.Limits(), tmp_path / "log")
 
 
 def _zygote_harm(w, harm: str) -> tuple[dict, dict]:
@@ -208,7 +209,7 @@ def test_a_zygote_that_died_between_runs_costs_the_next_run_nothing(warm_cls):
     """Not the next learner's fault: their run goes to a new sandbox and is graded in full."""
     import signal
 
-    from course_admin import reaper
+    from course_admin.sandbox import reaper
 
     w = warm_cls()
     assert run(w, "")[0].returncode == 0
@@ -229,9 +230,9 @@ def test_warm_and_cold_grade_every_chapter_alike(tmp_path):
     import subprocess
     import sys
 
-    import planted as plant
+    from .. import planted as plant
 
-    from course_admin import procs
+    from course_admin.sandbox import procs
     from course_lib.provided import chapters
     from course_lib.provided.layout import modules_for
 

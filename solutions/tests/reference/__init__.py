@@ -1,0 +1,1 @@
+"""Tests of The reference implementation's docstrings: shapes stated, examples that run."""
