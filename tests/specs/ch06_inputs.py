@@ -9,9 +9,9 @@ import functools
 import torch
 from torch import Tensor
 
-from course_lib.provided.chapters import load_spec
+from course_lib.provided.chapters import load_spec_part
 
-_ch05 = load_spec("05")  # chapter 05's makers of linear and norm weights
+_ch05 = load_spec_part("05", "inputs")  # chapter 05's makers of linear, norm, layer and stack weights
 _linear, _norm = _ch05._linear, _ch05._norm
 _layer = functools.partial(_ch05._layer, cross=True)  # a decoder layer's parameters (cross=False: an encoder layer's)
 P = _ch05.P  # prefix of the inputs that are parameters, e.g. "p:cross_attn.w_q.weight"
