@@ -16,6 +16,12 @@ automatically graded code cell, which could only be scored by running it.
 exercises/ depends on solutions/ alone. Formgrader needs the assignment in the gradebook: run
 `nbgrader generate_assignment chNN_<name> --force` here once (it rewrites exercises/chNN_<name>/ with
 the same bytes; `course release --check` confirms), then `nbgrader autograde chNN_<name>`.
+
+The ignore list is nbgrader's default, and nbgrader applies it when it copies a folder: generate_assignment,
+fetch, submit and collect alike. So `nbgrader collect chNN_<name>` needs no option: it brings back each
+learner's notebook and course_submission/ (the course_lib snapshot `course submit --into-assignment` wrote).
+A source folder holds its notebook only (`course release` refuses anything else, naming the file), so no
+source file is released beside it, nor copied by autograde over a file the learner submitted.
 """
 from pathlib import Path
 
@@ -35,8 +41,10 @@ c.CourseDirectory.submitted_directory = "submissions"
 c.CourseDirectory.autograded_directory = "grades/autograded"
 c.CourseDirectory.feedback_directory = "grades/feedback"
 c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'grades' / 'gradebook.db'}"
-# only the notebook is ever copied from the source folder: nothing can overwrite a learner's files
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "*.py", "course_lib"]
+# nbgrader's default ignore list, which nbgrader applies to collect too: a plain `nbgrader collect` brings
+# back the learner's course_submission/ (course_lib snapshot included). No source file can overwrite a
+# learner's: `course release` refuses a source folder that holds anything but its notebook.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
 
 # nbgrader's defaults less ClearOutput (keep the learner's saved figures for formgrader) and less
 # Execute (never run a learner's notebook here).

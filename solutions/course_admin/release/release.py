@@ -6,6 +6,8 @@
 Before nbgrader runs, the source notebook's generated blocks (what is graded and its points, from the
 spec, the hidden cases and the graded cells; chapter 08's capstone times) and the points of its written
 questions' headings are rewritten in place (notebook_facts.py): the numbers a learner reads are never typed.
+A source folder that holds anything but its notebook is refused (refuse_extra_files): nbgrader would
+release the file and, in autograde, copy it over a learner's own.
 
 A stub keeps the solution module's docstrings and argument checks; each solution block becomes a
 `raise NotImplementedError` naming the chapter, the function and the exercise (see stubs.py).
@@ -37,8 +39,11 @@ from .learner_tree import export_learner_tree
 from .notebook_facts import filled_source
 from .stubs import ReleaseError, make_stub
 
-# Files never copied to or compared in exercises/ (nbgrader's CourseDirectory.ignore, plus editor junk).
-IGNORE = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".DS_Store", "*~"]
+# nbgrader's default CourseDirectory.ignore, which the repository's nbgrader_config.py keeps: collect then
+# brings back every file a learner submits (their course_lib snapshot in course_submission/ included).
+NBGRADER_IGNORE = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
+# Files never copied to or compared in exercises/ (nbgrader's ignore list, plus editor junk).
+IGNORE = [*NBGRADER_IGNORE, ".DS_Store", "*~"]
 
 
 # ------------------------------------------------------------------ exercises with nbgrader
@@ -103,6 +108,20 @@ def refuse_auto_graded(layout: Layout, source: Path) -> None:
                                "these cells self-checks (nbgrader: read-only, not graded)")
 
 
+def refuse_extra_files(layout: Layout, source: Path) -> None:
+    """A source folder holds its notebook and nothing else (but what nbgrader ignores by default): nbgrader
+    copies every other file into the release, and autograde copies it over the learner's submitted file of
+    the same name, so a source file could overwrite a learner's code."""
+    extra = sorted(path for path in source.iterdir()
+                   if path.name != f"{source.name}.ipynb" and not any(fnmatch.fnmatch(path.name, pattern)
+                                                                      for pattern in NBGRADER_IGNORE))
+    if extra:
+        raise ReleaseError(f"{layout.rel(extra[0])}: a source folder holds only its notebook ({source.name}.ipynb); "
+                           f"nbgrader would release this file and, in autograde, copy it over a learner's own. "
+                           "Move it out of the folder (code belongs in solutions/course_ref/) or delete it"
+                           + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
+
+
 def build(layout: Layout, out: Path) -> dict[str, Path]:
     """Generate every learner file under ``out``; return {path relative to the repository: file}."""
     generated: dict[str, Path] = {}
@@ -114,6 +133,7 @@ def build(layout: Layout, out: Path) -> dict[str, Path]:
             f.write(make_stub(layout, solution))
         generated[rel] = target
     for source in layout.exercise_sources():
+        refuse_extra_files(layout, source)
         refuse_auto_graded(layout, source)
         filled = out / "solutions" / "source" / source.name
         shutil.copytree(source, filled, ignore=shutil.ignore_patterns(*IGNORE))

@@ -3,10 +3,10 @@
 Instructor (a course folder with the repository's nbgrader_config.py): generate_assignment,
 release_assignment. Each learner (a home of their own, holding the learner tree as `course release
 --learner-tree` writes it): fetch_assignment, implements course_lib and answers in the notebook,
-`course submit ch02 --into-assignment`, `nbgrader submit`. Instructor: collect, `course grade`,
-autograde (loads the notebooks, runs nothing), a hand score as formgrader stores it, `course grade
---manual`, generate_feedback, `course feedback ch02` (the course_lib feedback into nbgrader's),
-release_feedback. Each learner: fetch_feedback, and reads their own grades, never the other's.
+`course submit ch02 --into-assignment`, `nbgrader submit`. Instructor: a plain collect (each learner's
+course_lib snapshot arrives with the notebook), `course grade`, autograde (loads the notebooks, runs
+nothing), a hand score as formgrader stores it, `course grade --manual`, generate_feedback, `course
+feedback ch02` (the course_lib feedback into nbgrader's), release_feedback. Each learner: fetch_feedback, and reads their own grades, never the other's.
 """
 from __future__ import annotations
 
@@ -29,11 +29,6 @@ from .. import planted
 ASSIGNMENT, ANSWER, COURSE = "ch02_attention", "answer-sqrt-dk", "tfs"
 SOURCE = REPO_ROOT / "solutions" / "source" / ASSIGNMENT
 BIN = str(Path(sys.executable).parent)
-# The repository's nbgrader_config.py ignores *.py and course_lib when nbgrader copies a folder (so that no
-# source file overwrites a learner's), and nbgrader's exchange applies the same list to collect: the
-# snapshot `course submit --into-assignment` put in course_submission/ would not arrive. Collect with
-# nbgrader's default list instead, as the instructor's guide says.
-KEEP_SNAPSHOT = [f"--CourseDirectory.ignore={p}" for p in (".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback")]
 
 
 def sh(argv: list[str], cwd: Path, home: Path | None = None, **env: str) -> str:
@@ -88,8 +83,11 @@ def test_exchange_loop_two_learners(tmp_path: Path) -> None:
         assert json.loads((home / ASSIGNMENT / "course_submission" / "manifest.json").read_text())["learner"] == learner
         nbgrader("submit", ASSIGNMENT, "--student", learner, cwd=home, home=home)
 
-    nbgrader("collect", ASSIGNMENT, *KEEP_SNAPSHOT, cwd=teacher)
-    assert (teacher / "submissions" / "bob" / ASSIGNMENT / "course_submission" / "course_lib" / "attention.py").is_file()
+    nbgrader("collect", ASSIGNMENT, cwd=teacher)  # plain: the repository's configuration keeps the snapshot
+    for learner in code:
+        snapshot = teacher / "submissions" / learner / ASSIGNMENT / "course_submission" / "course_lib" / "attention.py"
+        assert snapshot.is_file(), f"collect lost {learner}'s course_lib snapshot: {snapshot}"
+        assert snapshot.read_text(encoding="utf-8") == code[learner], f"{learner}'s snapshot is not their code"
     grade = [sys.executable, "-m", "course_lib.provided.cli", "grade", str(teacher / "submissions"), "--out",
              str(teacher / "grades"), "--chapters", "ch02", "--quiet"]
     sh(grade, REPO_ROOT)
@@ -128,10 +126,10 @@ def test_exchange_loop_two_learners(tmp_path: Path) -> None:
     assert alice.count("course grade: begin") == 1
 
 
-@pytest.mark.xfail(strict=True, reason="nbgrader_config.py's CourseDirectory.ignore (*.py, course_lib) also applies "
-                   "to `nbgrader collect`, which then drops course_submission/course_lib/: collect with KEEP_SNAPSHOT")
 def test_plain_collect_keeps_the_snapshot(tmp_path: Path) -> None:
-    """What a plain `nbgrader collect` with the repository's configuration brings back of a submission."""
+    """A plain `nbgrader collect` with the repository's configuration brings back the whole submission: nbgrader
+    applies CourseDirectory.ignore to collect too, and that list is nbgrader's default (no `*.py`, no
+    `course_lib`; `course release` refuses extra files in source folders instead)."""
     exchange, teacher = tmp_path / "exchange", tmp_path / "instructor"
     inbound = exchange / COURSE / "inbound" / f"alice+{ASSIGNMENT}+2026-01-01 00:00:00.000000 UTC+abc"
     (inbound / "course_submission" / "course_lib").mkdir(parents=True)
