@@ -8,14 +8,21 @@ specification (gradescope-autograders.readthedocs.io, "Output format"):
 
 One test per graded case; a hidden case has ``"visibility": "after_published"`` (the learner sees it once
 the instructor publishes the grades), every other ``"visible"``. Its output is the row's message, which
-for a hidden case never carries text the learner's code produced (verdict.py). The whole submission's
-output names the chapter totals, the isolation the code ran under and the warnings about the submission.
+for a hidden case never carries text the learner's code produced (verdict.py).
+
+The whole submission's ``output`` is what the learner reads before the grades are published, so it
+speaks of the visible checks' points only (Gradescope itself hides the total score while a test is
+hidden): never a total with the hidden cases in it. It carries the warnings about the submission that
+are really wrong there; whose upload it is, is Gradescope's to say, so the manifest naming another
+learner is no warning. What the instructor alone should read (the isolation used) is returned under
+``"instructor"``, which run() prints to run_autograder's output and takes out of results.json.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from ..intake.submissions import IDENTITY_WARNING
 from ..records.lms import chapter_column
 from ..records.rows import GradeRow
 from .class_summary import HIDDEN_PREFIX
@@ -40,8 +47,8 @@ def results(table: Table, numbers: list[str], seconds: float) -> dict:
     if len(learners) != 1:
         found = f"{len(learners)} submissions ({', '.join(learners)})" if learners else "no submission"
         return failure(f"{found} for chapter(s) {', '.join(numbers)} in the upload",
-                       "Upload the one zip `make submit CH=NN` wrote, or its files: course_lib/ with your "
-                       "modules, the chapter's notebook and manifest.json")
+                       f"Upload the one zip `make submit CH={numbers[0]}` wrote, or its files: course_lib/ with "
+                       "your modules, the chapter's notebook and manifest.json")
     rows = [r for _, r in table]
     graded = [r for r in rows if r.kind == "course_lib"]
     several = len({r.chapter for r in graded}) > 1
@@ -52,16 +59,23 @@ def results(table: Table, numbers: list[str], seconds: float) -> dict:
     lines = []
     for n in numbers:
         mine = [r for r in graded if r.chapter == n]
-        hidden = sum(r.component.startswith(HIDDEN_PREFIX) for r in mine)
-        lines.append(f"{chapter_column(n)}: {sum(r.points for r in mine):g} / {sum(r.max_points for r in mine):g} "
-                     f"points from the course_lib checks; {hidden} of the {len(mine)} checks are hidden and are "
-                     "shown once the grades are published.")
+        shown = [r for r in mine if not r.component.startswith(HIDDEN_PREFIX)]
+        hidden = len(mine) - len(shown)
+        line = (f"{chapter_column(n)}: {sum(r.points for r in shown):g} / {sum(r.max_points for r in shown):g} "
+                f"points from the {len(shown)} visible checks of course_lib.")
+        if hidden:
+            line += (f" {hidden} hidden checks ({sum(r.max_points for r in mine) - sum(r.max_points for r in shown):g}"
+                     " points) are graded too: you see them, and your total, once your instructor publishes the "
+                     "grades.")
+        lines.append(line)
+    lines.append("Written answers in the notebook are graded by hand, apart from this score.")
+    lines += [f"Warning: {r.message}" for r in rows
+              if r.kind == "submission" and not r.message.startswith(IDENTITY_WARNING)]
     isolation = sorted({r.isolation for r in graded} - {"none"})
-    lines.append(f"Your code ran {', '.join(ISOLATION.get(i, i) for i in isolation) or 'nowhere'}. "
-                 "Written answers in the notebook are graded by hand, apart from this score.")
-    lines += [f"Warning: {r.message}" for r in rows if r.kind == "submission"]
+    note = f"rows graded {', '.join(ISOLATION.get(i, i) for i in isolation) or 'nowhere'}"
     return {"score": float(sum(t["score"] for t in tests)), "execution_time": round(seconds, 1),
-            "output": "\n".join(lines), "output_format": "text", "stdout_visibility": "hidden", "tests": tests}
+            "output": "\n".join(lines), "output_format": "text", "stdout_visibility": "hidden", "tests": tests,
+            "instructor": [note]}
 
 
 def failure(what: str, fix: str = "") -> dict:

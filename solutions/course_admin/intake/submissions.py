@@ -49,6 +49,7 @@ class Submission:
     warnings: list[str] = field(default_factory=list)
 
 
+IDENTITY_WARNING = "manifest.json names the learner"  # the start of that warning (Gradescope leaves it out)
 ASSIGNMENT_RE = re.compile(r"ch\d{1,2}[_-].*|course_submission", re.IGNORECASE)
 PLAIN_RE = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?")
 MAX_ID_CHARS = 100
@@ -344,5 +345,5 @@ def _inspect(sub: Submission) -> None:
     if claimed is not None:
         named = unicodedata.normalize("NFC", str(claimed))[:MAX_ID_CHARS]
         if named != sub.learner:  # the id is the instructor's (the collected name), never the learner's
-            sub.warnings.append(f"manifest.json names the learner {named[:80]!r}, but this submission was "
+            sub.warnings.append(f"{IDENTITY_WARNING} {named[:80]!r}, but this submission was "
                                 f"collected as {sub.learner!r} and is graded as {sub.learner!r}")

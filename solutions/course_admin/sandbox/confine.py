@@ -30,6 +30,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 
 DENIED: dict[str, str] = {
     **dict.fromkeys(["ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp",
@@ -62,10 +63,16 @@ def compile_filter() -> bytes:
     """The BPF program of ``DENIED`` for this machine's architecture, compiled by libseccomp.
 
     Raises ImportError or RuntimeError (pyseccomp or libseccomp missing) or OSError."""
+    return build_filter(DENIED)
+
+
+def build_filter(denied: Iterable[str]) -> bytes:
+    """A BPF program that fails the calls ``denied`` and clone with a CLONE_NEW* flag with EPERM, and
+    clone3 with ENOSYS (so that the C library falls back to clone); any other call is allowed."""
     import pyseccomp as seccomp
 
     program = seccomp.SyscallFilter(seccomp.ALLOW)  # any other architecture's calls: killed (libseccomp)
-    for name in DENIED:
+    for name in denied:
         try:
             seccomp.resolve_syscall(seccomp.system_arch(), name)
         except Exception:  # noqa: BLE001 - a call this architecture does not have cannot be made either

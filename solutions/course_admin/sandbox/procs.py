@@ -105,6 +105,7 @@ def why_not_bwrap(requested: str = "auto") -> str:
 
 
 SANDBOX_UID_BASE = 1_000_000
+OOM_FIRST = ["choom", "-n", "1000", "--"]  # util-linux; raising one's own oom_score_adj needs no privilege
 
 
 def sandbox_uid() -> int | None:
@@ -117,13 +118,16 @@ def sandbox_uid() -> int | None:
 def drop_privileges(uid: int | None, read_all: bool = False) -> list[str]:
     """The argv prefix that runs a command as ``uid`` with no groups and no capabilities at all (none is
     kept: CAP_DAC_READ_SEARCH alone would let learner code read solutions/ and --out/.prepared), no new
-    privileges through setuid programs, killed with its parent. ``read_all`` must be False: an interpreter
+    privileges through setuid programs, killed with its parent, and the first process the kernel's
+    out-of-memory killer takes (``OOM_FIRST``: where no cgroup of its own caps the run's memory, as in a
+    Docker container, a run that needs more than the machine has dies alone, never the grader). ``read_all`` must be False: an interpreter
     other users cannot read is refused (``unprivileged``), never made readable by a capability."""
     if read_all:
         raise ValueError("drop_privileges keeps no capability: make the interpreter readable by all users instead")
+    first = OOM_FIRST if shutil.which(OOM_FIRST[0]) else []
     if uid is None:
-        return ["setpriv", "--no-new-privs", "--pdeathsig", "KILL", "--"]
-    return ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--inh-caps", "-all",
+        return first + ["setpriv", "--no-new-privs", "--pdeathsig", "KILL", "--"]
+    return first + ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups", "--inh-caps", "-all",
             "--ambient-caps", "-all", "--bounding-set", "-all", "--no-new-privs", "--pdeathsig", "KILL", "--"]
 
 
