@@ -235,6 +235,19 @@ def test_hostile_reads_into_a_visible_message(autograder: Path, container: str) 
     assert "EARLIER HIDDEN RESULT" not in shown and "zoe@uni.edu" not in shown
 
 
+def test_learner_code_is_the_first_the_oom_killer_takes() -> None:
+    """In the container confinement no cgroup caps a run: what runs learner code there (procs'
+    drop_privileges, the prefix of the rlimits child) carries oom_score_adj 1000, so that the container's
+    out-of-memory killer takes it, never the grader. (Learner code itself may not open /proc files.)"""
+    from course_admin.sandbox import procs
+
+    proc = subprocess.run(procs.drop_privileges(None) + ["cat", "/proc/self/oom_score_adj"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.stdout.strip() == "1000", proc.stderr
+    mine = open("/proc/self/oom_score_adj").read().strip()
+    assert mine != "1000"  # the grader's own is left as it was
+
+
 @needs_root
 @pytest.mark.parametrize("container", CONTAINERS)
 def test_nothing_to_grade(autograder: Path, container: str) -> None:
