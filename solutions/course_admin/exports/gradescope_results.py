@@ -80,6 +80,7 @@ def results(table: Table, numbers: list[str], seconds: float) -> dict:
 
 def failure(what: str, fix: str = "") -> dict:
     """results.json when nothing could be graded: score 0 and a sentence saying what happened and the fix."""
+    what, fix = what.strip().rstrip("."), fix.strip().rstrip(".")  # each sentence ends with one full stop
     text = f"Not graded: {what}." + (f" {fix}." if fix else "")
     return {"score": 0.0, "output": text, "output_format": "text", "stdout_visibility": "hidden", "tests": []}
 
