@@ -235,13 +235,27 @@ def run(root: Path, numbers: list[str], isolation: str) -> int:
             table = book.table()
         finally:
             book.close()
-        data = results(table, numbers, time.monotonic() - t0)
+        data = results(table, numbers, time.monotonic() - t0, packed_for_another(target, numbers))
         for note in data.pop("instructor", []):
             _log(note)
         write_results(results_file, data)
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def packed_for_another(target: Path, numbers: list[str]) -> tuple[str, ...]:
+    """A warning when the upload's manifest.json says it was packed for a chapter this assignment does
+    not grade (a ch03 zip uploaded to the ch02 assignment): the likeliest wrong upload."""
+    from ..intake.submissions import discover
+
+    found = discover([target])
+    packed = str(found[0].manifest.get("chapter", "")) if found else ""
+    if not packed or packed in numbers:
+        return ()
+    wanted = ", ".join(numbers)
+    return (f"this upload was packed for chapter {packed} (its manifest.json says so), and this assignment grades "
+            f"chapter {wanted}: upload the zip `make submit CH={numbers[0]}` wrote",)
 
 
 # ---------------------------------------------------------------- the command

@@ -41,8 +41,9 @@ def _test(row: GradeRow, number: str, several: bool) -> dict:
             "visibility": "after_published" if hidden else "visible"}
 
 
-def results(table: Table, numbers: list[str], seconds: float) -> dict:
-    """results.json of one submission: ``table`` holds the rows of one learner."""
+def results(table: Table, numbers: list[str], seconds: float, warnings: tuple[str, ...] = ()) -> dict:
+    """results.json of one submission: ``table`` holds the rows of one learner; ``warnings`` are the
+    upload's, found by run() (e.g. a zip packed for another chapter)."""
     learners = sorted({who for who, _ in table})
     if len(learners) != 1:
         found = f"{len(learners)} submissions ({', '.join(learners)})" if learners else "no submission"
@@ -69,6 +70,7 @@ def results(table: Table, numbers: list[str], seconds: float) -> dict:
                      "grades.")
         lines.append(line)
     lines.append("Written answers in the notebook are graded by hand, apart from this score.")
+    lines += [f"Warning: {w}" for w in warnings]
     lines += [f"Warning: {r.message}" for r in rows
               if r.kind == "submission" and not r.message.startswith(IDENTITY_WARNING)]
     isolation = sorted({r.isolation for r in graded} - {"none"})

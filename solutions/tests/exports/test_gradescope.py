@@ -123,7 +123,7 @@ def run_autograder(root: Path, files: dict[str, str | bytes], container: str = "
     return data, proc.stdout + proc.stderr
 
 
-def submit_zip(modules: dict[str, str], tmp: Path, learner: str = "zoe") -> bytes:
+def submit_zip(modules: dict[str, str], tmp: Path, learner: str = "zoe", chapter: str = "02") -> bytes:
     """The zip `make submit CH=02` writes, by `course submit`'s own packer: its files at the top
     (manifest.json, course_lib/<module>.py with no __init__.py)."""
     folder = tmp / "packed"
@@ -131,7 +131,7 @@ def submit_zip(modules: dict[str, str], tmp: Path, learner: str = "zoe") -> byte
     (folder / "course_lib").mkdir(parents=True)
     for name, text in modules.items():
         (folder / "course_lib" / name).write_text(text, encoding="utf-8")
-    (folder / "manifest.json").write_text(json.dumps({"learner": learner, "chapter": "02"}))
+    (folder / "manifest.json").write_text(json.dumps({"learner": learner, "chapter": chapter}))
     submit._zip(folder, tmp / f"{learner}_ch02.zip")
     return (tmp / f"{learner}_ch02.zip").read_bytes()
 
@@ -246,6 +246,17 @@ def test_learner_code_is_the_first_the_oom_killer_takes() -> None:
     assert proc.stdout.strip() == "1000", proc.stderr
     mine = open("/proc/self/oom_score_adj").read().strip()
     assert mine != "1000"  # the grader's own is left as it was
+
+
+@needs_root
+def test_a_zip_of_another_chapter_is_named(autograder: Path, tmp_path: Path) -> None:
+    """The zip of chapter 03 uploaded to chapter 02's assignment: graded as chapter 02 (its attention.py
+    is there), with a warning naming the mix-up; the same zip packed for chapter 02 has none."""
+    for packed, warned in (("03", True), ("02", False)):
+        upload = submit_zip({"attention.py": planted.REFERENCE}, tmp_path, chapter=packed)
+        data, log = run_autograder(autograder, {"zoe_ch03.zip": upload})
+        assert data["score"] == FULL, log
+        assert ("packed for chapter 03" in data["output"]) == warned, data["output"]
 
 
 @needs_root
