@@ -4,6 +4,17 @@ of every chapter of the run, the outputs come back as data and are judged here (
 The sandbox folder holds the instructor's ``course_lib/__init__.py`` and ``provided/``, the learner's
 files of the chapter and of the chapters it builds on (or, with ``--prereqs reference``, the reference's
 files of those earlier chapters), the chapter's spec, the child script and the inputs. Nothing else.
+
+Each chapter of a run has a budget of ``--timeout`` seconds of CPU (the child's process tree, measured by
+reaper.usage), within a wall limit of the same length. A chapter stopped at its CPU budget ran out of time:
+its remaining cases score 0. A chapter stopped at its wall limit with CPU to spare is one of two things.
+It was runnable (on a CPU or waiting in the run queue for one) for most of that wall time: the machine
+starved it, it is not slow; it is run again from its first case without a result, with a wall limit four
+times as long (``STARVED_WALL``), at most ``MAX_STARVED_RERUNS`` times, each said on the instructor's
+stderr. Or it was waiting for nothing but itself (sleeping, blocked): it ran out of time, at once. A
+chapter still starved after its reruns scores 0 with a message that says so, and the instructor is told
+to regrade it on a quieter machine. So a busy machine costs time, never points; code that loops forever
+or sleeps forever loses them, within the limit (a sleeper at once, a loop once it has used its CPU).
 """
 from __future__ import annotations
 
@@ -11,17 +22,19 @@ import dataclasses
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from course_lib.provided.layout import LAYOUT, owner_of
 
 from ..intake.submissions import Reader, SubmissionError
 from ..records.rows import GradeRow, Options
 from ..sandbox import cold, warm
+from ..sandbox.reaper import Usage
 from ..sandbox.results import ResultRefused, read_result
 from .plan import Chapter
 from .source_scan import submitted_source, with_source_scans
@@ -30,6 +43,9 @@ from .verdict import GraderFailure, decode, describe_exit, judge_case, syntax_er
 CHILD = warm.FILES["child.py"]  # the grading child (sandbox/child.py), copied into each box
 MAX_RESTARTS = 3
 READY_INDEX = 999  # the child's first frame: its setup (specs, inputs) is done, no learner code has run yet
+MAX_STARVED_RERUNS = 2
+STARVED_WALL = (1, 4, 16)  # a chapter's wall limit in its first run and in each rerun, in multiples of its budget
+RUNNABLE = 0.5  # stopped on wall time, runnable at least this share of it (on a CPU or in the run queue): starved
 
 
 class GraderError(RuntimeError):
@@ -103,7 +119,7 @@ def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, wor
                 segments.append(Segment(ch, segments[-1].end if segments else 0))
         if segments:
             _write_job(box, segments, opts)
-            failures = _run_child(box, segments, opts, work)
+            failures = _run_child(box, segments, opts, work, reader.path.name)
             for seg in segments:
                 syntax = _syntax(reader, seg.chapter, list(substitute))
                 judged = [judge_case(seg.chapter, g, _outcome(box, seg.first + g.index, failures), opts.isolation,
@@ -138,22 +154,83 @@ def _write_job(box: Path, segments: list[Segment], opts: Options) -> None:
     (box / "job.json").write_text(json.dumps(job))
 
 
+@dataclasses.dataclass(frozen=True)
+class Stop:
+    """Why the watchdog stopped a chapter: its CPU budget used up ("cpu") or its wall limit reached with CPU
+    to spare ("wall"); the wall time, CPU time and run-queue wait of the chapter up to then."""
+    segment: Segment
+    reason: str
+    wall_s: float
+    cpu_s: float
+    waiting_s: float | None  # None: the kernel keeps no schedstat here
+
+    @property
+    def starved(self) -> bool:
+        """Stopped on wall time with CPU to spare while runnable most of it (where the kernel cannot say
+        how long it waited for a CPU, every such stop counts: the reruns are bounded either way)."""
+        if self.reason != "wall":
+            return False
+        return self.waiting_s is None or self.cpu_s + self.waiting_s >= RUNNABLE * self.wall_s
+
+
 class _Watchdog:
-    """Polled by cold.run: stops the child when the chapter it is on has used its ``budget`` seconds.
-    A chapter's clock starts when the child reaches it (its first result or the previous chapter's last)."""
+    """Given to cold.run / WarmSandbox.run, which call it with the run's meter every 0.1 s: stops the child
+    when the chapter it is on has used its ``budget`` seconds of CPU, or its wall limit (``walls``, by chapter
+    number); says why in ``stopped``. A chapter's clocks start when the child reaches it (its first result or
+    the previous chapter's last)."""
 
-    def __init__(self, out: Path, segments: list[Segment], start: int, budget: float) -> None:
-        self.out, self.segments, self.budget = out, [s for s in segments if s.end > start], budget
-        self.current, self.since = None, time.monotonic()
+    def __init__(self, out: Path, segments: list[Segment], start: int, budget: float,
+                 walls: dict[str, float]) -> None:
+        self.out, self.segments, self.budget, self.walls = out, [s for s in segments if s.end > start], budget, walls
+        self.current, self.since, self.base, self.read = None, time.monotonic(), None, 0.0
+        self.stopped: Stop | None = None
 
-    def __call__(self) -> bool:
+    def __call__(self, meter: Callable[[], Usage]) -> bool:
         done = {int(n[:3]) for n in os.listdir(self.out) if n.endswith(".pt") and n[:3].isdigit()}
         current = next((s for s in self.segments if any(i not in done for i in range(s.first, s.end))), None)
         if current is None:
             return False
+        now = time.monotonic()
         if current is not self.current:
-            self.current, self.since = current, time.monotonic()
-        return time.monotonic() - self.since > self.budget
+            self.current, self.since, self.base, self.read = current, now, meter(), now
+            return False
+        wall, limit = now - self.since, self.walls[current.chapter.number]
+        if now - self.read < 0.25 and wall < limit:  # the meter reads /proc: four times a second is enough
+            return False
+        self.read, used = now, meter()
+        cpu = used.cpu_s - self.base.cpu_s
+        waiting = None if None in (used.waiting_s, self.base.waiting_s) else used.waiting_s - self.base.waiting_s
+        reason = "cpu" if cpu >= self.budget else "wall" if wall >= limit else ""
+        if reason:
+            self.stopped = Stop(current, reason, wall, cpu, waiting)
+        return bool(reason)
+
+
+def timeout_message(budget: float, stop: Stop | None, reruns: int) -> str:
+    """What a learner reads on the case that was running when its chapter was stopped (``stop``: the
+    watchdog's reason; None when the run's own wall limit stopped it first)."""
+    head = f"did not finish within the time limit ({budget:g} s per chapter)"
+    if stop is None or stop.reason == "cpu":
+        return (f"{head}: it ran out of time, using its {budget:g} s of CPU time (a loop that never ends, or code "
+                "far slower than it needs to be); the process was stopped")
+    if not stop.starved:
+        return (f"{head}: it waited (sleeping, or blocked on something) for {stop.wall_s:.0f} s, using only "
+                f"{stop.cpu_s:.1f} s of CPU; the process was stopped")
+    return (f"{head}: run {reruns + 1} time{'s' * (reruns > 0)}, the last for {stop.wall_s:.0f} s, it got only {stop.cpu_s:.1f} s of "
+            f"CPU: the grading machine was too busy (or the code kept waiting); the process was stopped, and your "
+            "instructor was told to grade it again")
+
+
+def _say_starved(who: str, stop: Stop, budget: float, rerun: int, next_wall: float | None) -> None:
+    """The instructor's log (stderr of `course grade`): a starved chapter, run again or given up on."""
+    waited = "" if stop.waiting_s is None else f", {stop.waiting_s:.0f} s waiting for a CPU"
+    what = (f"run again from its first case without a result, with {next_wall:.0f} s of wall time (rerun {rerun} "
+            f"of {MAX_STARVED_RERUNS})" if next_wall is not None else
+            f"still starved after {MAX_STARVED_RERUNS} reruns: its remaining cases score 0; grade it again on a "
+            "quieter machine (`course grade ... --regrade`)")
+    print(f"course grade: {who}, chapter {stop.segment.chapter.number}: starved by a busy machine, not slow "
+          f"(stopped at {stop.wall_s:.0f} s of wall time with {stop.cpu_s:.1f} of its {budget:g} s of CPU{waited}); "
+          f"{what}", file=sys.stderr, flush=True)
 
 
 def _syntax(reader: Reader, chapter: Chapter, substitute: list[str]) -> str | None:
@@ -167,19 +244,25 @@ def _syntax(reader: Reader, chapter: Chapter, substitute: list[str]) -> str | No
     return None
 
 
-def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) -> dict[int, GraderFailure]:
+def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path,
+               who: str = "a submission") -> dict[int, GraderFailure]:
     """Run the child from the first case without a result until all have one or it has died too often.
-    A chapter that runs past its time budget loses its remaining cases; the next chapter starts afresh.
+    A chapter that runs out of time loses its remaining cases; the next chapter starts afresh. A chapter
+    starved by the machine is run again (the module's docstring), said on stderr with ``who``.
     Returns the failure of each case (global index) that the child could not finish, in the grader's words."""
     messages: dict[int, GraderFailure] = {}
     n = segments[-1].end
     start, restarts = 0, 0
+    reruns = {s.chapter.number: 0 for s in segments}
     log = work / f"run_{uuid.uuid4().hex[:6]}.log"
     budget = opts.timeout_s
     while start < n:
-        left = sum(1 for s in segments if s.end > start)
-        limits = cold.Limits(wall_s=budget * left + 5, memory_bytes=opts.memory_mb * 1024**2)
-        result = _launch(box, start, limits, opts.isolation, log, _Watchdog(box / "out", segments, start, budget))
+        left = [s for s in segments if s.end > start]
+        walls = {number: budget * STARVED_WALL[k] for number, k in reruns.items()}
+        limits = cold.Limits(wall_s=sum(walls[s.chapter.number] for s in left) + 5, cpu_s=budget * len(left) + 5,
+                             memory_bytes=opts.memory_mb * 1024**2)
+        watchdog = _Watchdog(box / "out", segments, start, budget, walls)
+        result = _launch(box, start, limits, opts.isolation, log, watchdog)
         done = {int(p.stem) for p in (box / "out").glob("[0-9][0-9][0-9].pt")}
         gap = next((i for i in range(start, n) if i not in done), None)
         if gap is None:
@@ -189,8 +272,17 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path) ->
             raise GraderError(f"the grading child could not start ({describe_exit(result.returncode)}): {tail}")
         seg = next(s for s in segments if s.first <= gap < s.end)
         if result.timed_out:
-            messages[gap] = GraderFailure(f"did not finish within the time limit ({budget:g} s per chapter); "
-                                          "the process was stopped")
+            stop = watchdog.stopped if watchdog.stopped is not None and watchdog.stopped.segment is seg else None
+            number = seg.chapter.number
+            if stop is not None and stop.starved:
+                again = reruns[number] < MAX_STARVED_RERUNS
+                _say_starved(who, stop, budget, reruns[number] + 1 if again else reruns[number],
+                             budget * STARVED_WALL[reruns[number] + 1] if again else None)
+                if again:
+                    reruns[number] += 1
+                    start = gap
+                    continue
+            messages[gap] = GraderFailure(timeout_message(budget, stop, reruns[number]))
             _rest(messages, gap + 1, seg.end, "not run: the time limit was reached in an earlier case")
             start = seg.end
             continue

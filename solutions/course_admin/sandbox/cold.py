@@ -38,6 +38,7 @@ process carrying the run's token in its environment are killed (``reaper.kill_tr
 """
 from __future__ import annotations
 
+import functools
 import os
 import select
 import shlex
@@ -54,7 +55,7 @@ from . import confine, procs, reaper
 from .procs import bwrap_works, detect, python_paths
 from .reaper import sweep_stale
 
-__all__ = ["Limits", "RunResult", "bwrap_works", "detect", "python_paths", "run", "sweep_stale"]
+__all__ = ["Limits", "RunResult", "Watchdog", "cpu_limit", "bwrap_works", "detect", "python_paths", "run", "sweep_stale"]
 
 RESULT_FD_VAR = "COURSE_RESULT_FD"
 RESULT_HEADER = struct.Struct("<IQ")  # case index, payload length
@@ -63,6 +64,7 @@ RESULT_HEADER = struct.Struct("<IQ")  # case index, payload length
 @dataclass(frozen=True)
 class Limits:
     wall_s: float = 60.0
+    cpu_s: float | None = None          # RLIMIT_CPU of the command (None: wall_s + 5)
     memory_bytes: int = 2 * 1024**3
     file_bytes: int = 16 * 1024**2      # any single file, the captured output included
     output_keep: int = 64 * 1024        # bytes of the log's head and of its tail kept on disk
@@ -71,6 +73,14 @@ class Limits:
     tmp_bytes: int = procs.BWRAP_TMP_BYTES  # bwrap's /tmp, the only writable place under bwrap
     result_bytes: int = 16 * 1024**2    # one result frame (one case's outputs)
     results_total: int = 256 * 1024**2  # everything in box/out together
+
+
+def cpu_limit(limits: Limits) -> int:
+    """RLIMIT_CPU of a run, whole seconds: ``cpu_s``, else the wall limit and 5 s."""
+    return int(limits.cpu_s if limits.cpu_s is not None else limits.wall_s + 5)
+
+
+Watchdog = Callable[[reaper.Meter], bool]  # given the run's meter (reaper.usage of its tree): stop it now?
 
 
 @dataclass
@@ -127,9 +137,9 @@ def _script(command: list[str], limits: Limits, isolation: str, cgroup: reaper.C
     False: no RLIMIT_CPU (the warm sandbox's zygote outlives many runs; each child gets its own)."""
     guard = [] if isolation == "bwrap" else procs.drop_privileges(uid)
     nproc = [f"--nproc={limits.max_processes}"] if uid is not None else []
-    cpu_limit = [f"--cpu={int(limits.wall_s) + 5}"] if cpu else []
+    cpu_rlimit = [f"--cpu={cpu_limit(limits)}"] if cpu else []
     prlimit = guard + ["prlimit", f"--as={limits.memory_bytes}", f"--fsize={limits.file_bytes}",
-                       f"--nofile={limits.open_files}", *cpu_limit, "--core=0", *nproc, "--"]
+                       f"--nofile={limits.open_files}", *cpu_rlimit, "--core=0", *nproc, "--"]
     join = "".join(f"echo $$ > {shlex.quote(str(d / 'cgroup.procs'))} && " for d in cgroup.dirs)
     return f"{join}trap '' XFSZ && exec " + " ".join(shlex.quote(a) for a in prlimit + command)
 
@@ -199,8 +209,10 @@ class _Collector:
         os.close(self.fd)
 
 
-def _wait(proc: subprocess.Popen, wall_s: float, watchdog: Callable[[], bool] | None) -> bool:
-    """Wait for ``proc``; True when it ran past ``wall_s`` or the watchdog said stop."""
+def _wait(proc: subprocess.Popen, wall_s: float, watchdog: Watchdog | None) -> bool:
+    """Wait for ``proc``; True when it ran past ``wall_s`` or the watchdog (given the meter of its
+    process tree) said stop."""
+    meter = functools.partial(reaper.usage, proc.pid)
     deadline = time.monotonic() + wall_s
     while True:
         step = min(0.1, deadline - time.monotonic()) if watchdog else deadline - time.monotonic()
@@ -208,16 +220,17 @@ def _wait(proc: subprocess.Popen, wall_s: float, watchdog: Callable[[], bool] | 
             proc.wait(timeout=max(step, 0))
             return False
         except subprocess.TimeoutExpired:
-            if time.monotonic() >= deadline or (watchdog is not None and watchdog()):
+            if time.monotonic() >= deadline or (watchdog is not None and watchdog(meter)):
                 return True
 
 
 def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path,
-        watchdog: Callable[[], bool] | None = None) -> RunResult:
+        watchdog: Watchdog | None = None) -> RunResult:
     """Run ``argv`` (paths inside the box given as /sandbox/...) with ``box`` as its only writable place.
 
     The command is stopped (``timed_out``) after ``limits.wall_s`` seconds, or earlier when ``watchdog``,
-    called every 0.1 s while it runs, returns True.
+    called every 0.1 s while it runs with a meter of its process tree (``reaper.usage``: CPU seconds and
+    run-queue wait), returns True.
 
     In ``rlimits`` mode /sandbox in ``argv`` is rewritten to the box's real path. The command's results
     (frames on the result pipe, see the module docstring) land in ``box/out``.

@@ -4,6 +4,9 @@
 freeze), then SIGKILLs the lot, until ``find()`` returns nothing alive. A process tree, a cgroup and
 the processes carrying a run's token in their environment are three ways of finding the victims.
 ``sweep_stale()`` removes the cgroups and scratch folders of a grading process that is gone.
+``usage(pid)`` says what a process tree has had of the machine: CPU seconds, and seconds its threads were
+runnable but waiting for a CPU (the run queue), which is how a run starved by a busy machine is told from
+one that loops (it used its CPU) or sleeps (it waited for nothing but itself).
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import signal
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -60,6 +64,55 @@ def _signal(pids: set[int], sig: int) -> None:
             os.kill(p, sig)
         except OSError:
             pass
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a process tree has had of the machine since its processes started (cumulative; differences of
+    two readings say what happened between them)."""
+
+    cpu_s: float                # on a CPU: its living processes and the children they reaped
+    waiting_s: float | None     # runnable but waiting for a CPU (run queue); None where the kernel keeps no schedstat
+
+
+Meter = Callable[[], Usage]
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _waiting_ns(pid: int) -> int | None:
+    """Nanoseconds the threads of ``pid`` spent runnable on the run queue (field 2 of each thread's
+    /proc/<pid>/task/<tid>/schedstat); None when the kernel has no schedstat."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    total, seen = 0, False
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
+                total += int(fh.read().split()[1])
+            seen = True
+        except (OSError, IndexError, ValueError):
+            continue
+    return total if seen or not tids else None
+
+
+def usage(pid: int) -> Usage:
+    """The CPU time (utime, stime, cutime, cstime of /proc/<pid>/stat) and run-queue wait of ``pid`` and
+    every process below it. Returns zeros for a tree that is gone; ``waiting_s`` None without schedstat."""
+    cpu, waiting, known = 0, 0, True
+    for p in {pid} | descendants(pid):
+        stat = _stat(p)
+        if not stat:
+            continue
+        try:
+            cpu += sum(int(x) for x in stat.split()[11:15])
+        except ValueError:
+            continue
+        wait = _waiting_ns(p)
+        known = known and wait is not None
+        waiting += wait or 0
+    return Usage(cpu / _TICK, waiting / 1e9 if known else None)
 
 
 def _killpg(pgid: int | None) -> None:

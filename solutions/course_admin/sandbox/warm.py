@@ -147,13 +147,14 @@ class WarmSandbox:
 
     # ------------------------------------------------------------------ one run
     def run(self, box: Path, start: int, limits: cold.Limits, log: Path,
-            watchdog: Callable[[], bool] | None = None) -> cold.RunResult:
-        """What cold.run does for the grading child, in a child forked by the warm zygote."""
+            watchdog: cold.Watchdog | None = None) -> cold.RunResult:
+        """What cold.run does for the grading child, in a child forked by the warm zygote; ``watchdog`` is
+        given the meter of the whole sandbox's process tree (the zygote idles while its child runs)."""
         if box.parent != self.spool:
             raise ValueError(f"{box} is not in the warm sandbox's spool {self.spool}")
         request = {"box": f"/sandbox/{box.name}", "start": start,
                    "limits": {"as": limits.memory_bytes, "fsize": limits.file_bytes, "nofile": limits.open_files,
-                              "cpu": int(limits.wall_s) + 5, "core": 0}}
+                              "cpu": cold.cpu_limit(limits), "core": 0}}
         (box / "out").mkdir(exist_ok=True)
         ended = self._attempt(request, box, limits, log, watchdog)
         if ended.get("unstarted"):  # the zygote died between runs: none of this run's code ran; once more
@@ -169,7 +170,7 @@ class WarmSandbox:
         return cold.RunResult(-9, False)  # the sandbox itself ended: reported as the run being killed
 
     def _attempt(self, request: dict, box: Path, limits: cold.Limits, log: Path,
-                 watchdog: Callable[[], bool] | None) -> dict:
+                 watchdog: cold.Watchdog | None) -> dict:
         """Hand the run to the zygote (a new sandbox first if none is up or its limits differ) and wait for
         its end. Returns the zygote's last message with the run's "returncode" added; {"timeout": True};
         {"unstarted": True} when the zygote never took the request; {} when the sandbox ended during the
@@ -190,7 +191,9 @@ class WarmSandbox:
             write_end = -1
             if not ended:
                 started = self._receive(30.0)
-                ended = self._receive(limits.wall_s, watchdog) if "started" in started else {"unstarted": True}
+                pid = self.proc.pid
+                stop = None if watchdog is None else (lambda: watchdog(lambda: reaper.usage(pid)))
+                ended = self._receive(limits.wall_s, stop) if "started" in started else {"unstarted": True}
             if "status" in ended:
                 try:
                     ended["returncode"] = os.waitstatus_to_exitcode(ended["status"])
