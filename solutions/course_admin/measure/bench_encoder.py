@@ -1,7 +1,8 @@
 """Benchmark the course's encoder against PyTorch's, in one run: training throughput and peak memory.
 
-    .venv/bin/python solutions/scripts/bench_encoder.py [--quick | --preset cpu|full] [--device cpu|cuda]
-                                                        [--rounds 15] [--steps 5] [--compile] [--runs DIR]
+    .venv/bin/python solutions/scripts/bench_encoder.py [--quick | --preset cpu|full | --tiny] [--device cpu|cuda]
+                                                        [--rounds 15] [--steps 5] [--compile] [--no-peaks]
+                                                        [--runs DIR]
 
 Both sides are the same model: the reference ``Encoder`` (chapter 05, on chapters 02-03's attention)
 and ``torch.nn.TransformerEncoder`` built from ``TransformerEncoderLayer`` with the same sizes, Post-LN,
@@ -22,6 +23,11 @@ process's CPU time, which other processes' load moves less than wall time (with 
 ``torch.cuda.max_memory_allocated`` over one training step; on the CPU the peak of the tensors alive during
 one step (parameters, gradients, AdamW's state and activations) from the profiler's memory timeline, and
 the process's peak resident memory (``ru_maxrss``, which includes PyTorch itself).
+
+``--tiny`` measures a toy of the same two models (``TINY``: d_model 16, one layer, two batches of four
+made-up lengths, no data read) in the same way: what the benchmark's tests run, so that their work is a
+few seconds of CPU whatever the machine's load; its numbers say nothing about the capstone's speed.
+``--no-peaks`` skips the peak-memory processes (each compiles again under ``--compile``).
 
 ``--compile`` compiles both sides with torch.compile (the capstone's ``--compile``) in an untimed warm-up.
 ``--textbook`` times ours as first written (LayerNorm with ``.mean()`` and a division, attention dividing the
@@ -57,6 +63,15 @@ import course_ref.multihead
 from course_ref.encoder import Encoder, LayerNorm
 
 Build = Callable[[dict], tuple[nn.Module, Callable[[nn.Module, Tensor, Tensor], Tensor]]]
+
+
+TINY = {"d_model": 16, "num_heads": 2, "d_ff": 32, "num_layers": 1, "batch": 4, "max_len": 6}
+TINY_LENGTHS = [[6, 5, 3, 2], [6, 4, 2, 1]]  # one sequence length: torch.compile compiles once
+
+
+def bench_size(preset: str) -> dict:
+    """The sizes measured: the capstone preset's (``capstone_size``), or ``TINY`` for the preset "tiny"."""
+    return dict(TINY) if preset == "tiny" else capstone_size(preset)
 
 
 def capstone_size(preset: str) -> dict:
@@ -155,7 +170,7 @@ def examples_per_second(step: Callable[[], int], n: int) -> tuple[float, float]:
 
 def peak_of(name: str, preset: str, device: torch.device, lengths: list[list[int]], compile: bool) -> dict[str, int]:
     """In this (fresh) process: the peak memory of one training step of side ``name``, after a warm-up step."""
-    step, _ = step_fn(SIDES[name], capstone_size(preset), device, lengths, compile)
+    step, _ = step_fn(SIDES[name], bench_size(preset), device, lengths, compile)
     step()  # warm-up: AdamW's state exists from now on, as in training
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -172,7 +187,7 @@ def peaks_in_fresh_processes(args: argparse.Namespace, lengths: list[list[int]])
     found: dict[str, dict[str, int] | str] = {}
     for name in SIDES:
         command = [sys.executable, "-m", "course_admin.measure.bench_encoder", "--peak-of", name,
-                   "--preset", args.preset, "--device", args.device, "--threads", str(args.threads), "--lengths", json.dumps(lengths),
+                   "--size-of", args.preset, "--device", args.device, "--threads", str(args.threads), "--lengths", json.dumps(lengths),
                    *(["--compile"] if args.compile else []), *(["--textbook"] if args.textbook else [])]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode == 0:
@@ -197,6 +212,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the capstone's quick (CPU) sizes: --preset quick")
     parser.add_argument("--preset", choices=sorted(PRESETS), default="full", help="the capstone preset's sizes")
+    parser.add_argument("--tiny", action="store_true", help="a toy size and made-up lengths (the tests' run): "
+                        "measured and reported the same way, seconds of work, nothing to read about speed")
+    parser.add_argument("--no-peaks", action="store_true", help="skip the peak-memory processes")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--rounds", type=int, default=15, help="alternating rounds (the ratio's spread needs ~10+)")
     parser.add_argument("--steps", type=int, default=5, help="training steps timed per side and round")
@@ -208,9 +226,10 @@ def main() -> int:
                         "with .mean() and a division; attention dividing the scores, with F.dropout), patched in "
                         "this process only: what chapters 02 and 05's cheaper forms of the same formulas buy")
     parser.add_argument("--peak-of", choices=sorted(SIDES), help=argparse.SUPPRESS)  # the fresh process per side
+    parser.add_argument("--size-of", choices=["tiny", *sorted(PRESETS)], help=argparse.SUPPRESS)  # and its sizes
     parser.add_argument("--lengths", help=argparse.SUPPRESS)                           # and its batches' lengths
     args = parser.parse_args()
-    args.preset = "quick" if args.quick else args.preset
+    args.preset = "tiny" if args.tiny else "quick" if args.quick else (args.size_of or args.preset)
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     if args.textbook:
@@ -219,11 +238,11 @@ def main() -> int:
     if args.peak_of:
         print(json.dumps(peak_of(args.peak_of, args.preset, device, json.loads(args.lengths), args.compile)))
         return 0
-    size = capstone_size(args.preset)
-    lengths = capstone_lengths(size)
+    size = bench_size(args.preset)
+    lengths = TINY_LENGTHS if args.tiny else capstone_lengths(size)
     steps = {name: step_fn(build, size, device, lengths, args.compile) for name, build in SIDES.items()}
     for step, _ in steps.values():
-        for _ in range(8 if args.compile else 1):
+        for _ in range(len(lengths) if args.compile else 1):
             step()  # warm-up, and compilation for each batch length
     rates: dict[str, list[float]] = {name: [] for name in SIDES}
     cpu_rates: dict[str, list[float]] = {name: [] for name in SIDES}
@@ -232,10 +251,12 @@ def main() -> int:
             wall, cpu = examples_per_second(steps[name][0], args.steps)
             rates[name].append(wall)
             cpu_rates[name].append(cpu)
-    peaks = peaks_in_fresh_processes(args, lengths)
-    print(f"capstone {args.preset} sizes {size} on {device} ({args.threads} thread{'s' * (args.threads != 1)}"
+    peaks = ({name: "not measured (--no-peaks)" for name in SIDES} if args.no_peaks else
+             peaks_in_fresh_processes(args, lengths))
+    print(f"{'toy (--tiny)' if args.tiny else 'capstone ' + args.preset} sizes {size} on {device} ({args.threads} thread{'s' * (args.threads != 1)}"
           f"{', bf16 autocast' if device.type == 'cuda' else ''}), {'torch.compile on both, ' if args.compile else ''}"
-          f"torch {torch.__version__}; {args.rounds} rounds of {args.steps} steps, real review lengths"
+          f"torch {torch.__version__}; {args.rounds} rounds of {args.steps} steps, "
+          f"{'made-up lengths' if args.tiny else 'real review lengths'}"
           f"{'; ours as first written (--textbook)' if args.textbook else ''}")
     memory = "peak MiB (cuda)" if device.type == "cuda" else "tensors MiB  process MiB"
     print(f"{'model':<30} {'parameters':>11} {'examples/s':>11} {memory}")

@@ -1,6 +1,7 @@
 """Benchmark `course grade` on a class: N synthetic learners, each handing in every chapter that has checks.
 
     .venv/bin/python solutions/scripts/bench_grade.py [-n 20] [--jobs 2] [--notebooks] [--cold] [--against REV]
+                                                      [--chapters ch02 ...] [--tiny]
 
 Graded two ways: each chapter as its own assignment (``<learner>_chNN/``, with the modules of the
 chapters it builds on, as `course submit` packs them), and once as one submission per learner holding
@@ -18,6 +19,11 @@ projection for a first run on a class of 200 on this machine: cold small run + (
 
 --cold also grades everything the cold way (a new sandbox per run: COURSE_GRADE_WARM=0) and prints its
 projection beside the warm sandbox's.
+
+--tiny is the smallest class that still measures every column: 2 learners (one correct, one not), --jobs 1,
+one chapter (the first of --chapters, default 01), graded as its own assignment only (for one chapter, one
+submission of the whole course is the same work). What the benchmark's tests run: a fixed amount of work,
+whatever the machine's load; the projection it prints is arithmetic on tiny numbers, not a class's time.
 
 --against REV also grades the same submissions with the grader of git revision REV (a temporary
 worktree), alternating the two --rounds times, and prints the ratio of the medians: this tree / REV.
@@ -142,7 +148,11 @@ def main() -> int:
     parser.add_argument("--against", metavar="REV", help="also time the grader of this git revision, same run")
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs of each tree with --against")
     parser.add_argument("--cold", action="store_true", help="also grade the cold way (a new sandbox per run)")
+    parser.add_argument("--tiny", action="store_true", help="2 learners, --jobs 1, one chapter as its own "
+                        "assignment: every column measured on the least work (the tests' run)")
     args = parser.parse_args()
+    if args.tiny:
+        args.n, args.jobs, args.chapters = 2, 1, (args.chapters or ["01"])[:1]
     if args.n <= args.jobs:
         parser.error(f"-n must be above --jobs ({args.jobs}): the small class has --jobs learners")
     chosen = [chapters.normalise(c) for c in args.chapters] if args.chapters else chapters.available()
@@ -160,7 +170,7 @@ def main() -> int:
                            check=True, capture_output=True)
             trees[args.against] = root / "peer"
         try:
-            runs = [(f"ch{c}", [c]) for c in chosen] + [("all", chosen)]
+            runs = [(f"ch{c}", [c]) for c in chosen] + ([] if args.tiny else [("all", chosen)])
             for r in range(args.rounds if args.against else 1):
                 for key, numbers in runs:
                     folder = "submissions_all" if key == "all" else f"submissions_{key}"
@@ -203,7 +213,7 @@ def report(times: dict[tuple[str, str], list[dict[str, float]]], isolations: dic
         line(f"ch{chapter} (its own assignment)", ours[f"ch{chapter}"])
     summed = {k: sum(ours[f"ch{c}"][k] for c in chosen) for k in ("fixed", "cold", "per", "200")}
     separate = line("every chapter, one assignment each", summed)
-    whole = line("every chapter, one submission", ours["all"])
+    whole = line("every chapter, one submission", ours["all"]) if "all" in ours else None
     print("(per learner: wall seconds at --jobs parallel, from the class of N minus the warm small class; a later "
           "run of the same chapters skips the prepare column)")
     beside = {}
@@ -212,14 +222,17 @@ def report(times: dict[tuple[str, str], list[dict[str, float]]], isolations: dic
         for chapter in chosen:
             line(f"ch{chapter} (its own assignment), cold", cold[f"ch{chapter}"])
         summed_cold = {k: sum(cold[f"ch{c}"][k] for c in chosen) for k in ("fixed", "cold", "per", "200")}
-        beside = {"one assignment per chapter": line("every chapter, one assignment each, cold", summed_cold),
-                  "one submission per learner": line("every chapter, one submission, cold", cold["all"])}
+        beside = {"one assignment per chapter": line("every chapter, one assignment each, cold", summed_cold)}
+        if "all" in cold:
+            beside["one submission per learner"] = line("every chapter, one submission, cold", cold["all"])
     for label, projected in (("one assignment per chapter", separate), ("one submission per learner", whole)):
+        if projected is None:  # --tiny: graded as its own assignment only
+            continue
         also = f" (cold way: {beside[label] / 60:.1f} min)" if label in beside else ""
         print(f"projected for 200 learners, every chapter, {label}: {projected / 60:.1f} min{also}; goal < 6 min: "
               f"{'met' if projected < 360 else 'NOT met'}")
     if args.against:
-        keys = [*(f"ch{c}" for c in chosen), "all"]
+        keys = [*(f"ch{c}" for c in chosen), *(["all"] if "all" in ours else [])]
         peer = {key: projection(times[(args.against, key)], args.n, args.jobs) for key in keys}
         ran = {name: found - {"none"} for name, found in isolations.items()}  # none: nothing ran
         if ran[args.against] != ran["this tree"]:

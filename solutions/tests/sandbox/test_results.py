@@ -13,7 +13,6 @@ import pickle
 import resource
 import subprocess
 import sys
-import time
 import zipfile
 from pathlib import Path
 
@@ -175,7 +174,26 @@ def test_discovery_reads_no_manifest_member_and_grading_a_bounded_few(tmp_path, 
     assert not [w for w in warnings if "changed after" in w], warnings
 
 
-def test_a_folder_of_large_files_is_fingerprinted_by_a_bounded_read(tmp_path):
+class _CountedFile:
+    """A file opened for reading whose reads add their sizes to ``counts`` (the bytes a function read)."""
+
+    def __init__(self, fh, counts: list[int]) -> None:
+        self.fh, self.counts = fh, counts
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.fh.read(n)
+        self.counts.append(len(data))
+        return data
+
+    def __enter__(self) -> "_CountedFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.fh.close()
+
+
+def test_a_folder_of_large_files_is_fingerprinted_by_a_bounded_read(tmp_path, monkeypatch):
+    """The bytes the fingerprint reads are counted (never timed): at most its budget, of 2 GB of files."""
     from course_admin.intake import submissions
 
     folder = tmp_path / "sam"
@@ -184,9 +202,12 @@ def test_a_folder_of_large_files_is_fingerprinted_by_a_bounded_read(tmp_path):
     for k in range(hostile.BIG_MEMBERS):
         with open(folder / f"blob_{k:03d}.bin", "wb") as fh:
             fh.truncate(hostile.BIG_BYTES)  # sparse: no disk used
-    t0 = time.monotonic()
+    counts: list[int] = []
+    monkeypatch.setattr(submissions, "open", lambda *a, **k: _CountedFile(open(*a, **k), counts), raising=False)
     first = submissions.Reader(folder).fingerprint()
-    assert time.monotonic() - t0 < 3.0, "the fingerprint read every file (2 GB: 8 s here)"
+    monkeypatch.undo()
+    assert sum(counts) <= submissions.FINGERPRINT_MAX_BYTES + 2**20, \
+        f"the fingerprint read {sum(counts) >> 20} MiB of {hostile.BIG_MEMBERS * hostile.BIG_BYTES >> 20} MiB"
     assert submissions.Reader(folder).fingerprint() == first
     (folder / "course_lib" / "attention.py").write_text(plant.NO_SCALE)
     assert submissions.Reader(folder).fingerprint() != first
