@@ -120,8 +120,9 @@ def drop_privileges(uid: int | None, read_all: bool = False) -> list[str]:
     kept: CAP_DAC_READ_SEARCH alone would let learner code read solutions/ and --out/.prepared), no new
     privileges through setuid programs, killed with its parent, and the first process the kernel's
     out-of-memory killer takes (``OOM_FIRST``: where no cgroup of its own caps the run's memory, as in a
-    Docker container, a run that needs more than the machine has dies alone, never the grader). ``read_all`` must be False: an interpreter
-    other users cannot read is refused (``unprivileged``), never made readable by a capability."""
+    Docker container, a run that needs more than the machine has dies alone, never the grader).
+    ``read_all`` must be False: an interpreter other users cannot read is refused (``unprivileged``),
+    never made readable by a capability."""
     if read_all:
         raise ValueError("drop_privileges keeps no capability: make the interpreter readable by all users instead")
     first = OOM_FIRST if shutil.which(OOM_FIRST[0]) else []
