@@ -217,8 +217,8 @@ def timeout_message(budget: float, stop: Stop | None, reruns: int) -> str:
         return (f"{head}: it waited (sleeping, or blocked on something) for {stop.wall_s:.0f} s, using only "
                 f"{stop.cpu_s:.1f} s of CPU; the process was stopped")
     return (f"{head}: run {reruns + 1} time{'s' * (reruns > 0)}, the last for {stop.wall_s:.0f} s, it got only "
-            f"{stop.cpu_s:.1f} s of CPU: the grading machine was too busy (or the code kept waiting); the process was stopped, and your "
-            "instructor was told to grade it again")
+            f"{stop.cpu_s:.1f} s of CPU: the grading machine was too busy (or the code kept waiting); the process "
+            "was stopped, and your instructor was told to grade it again")
 
 
 def _say_starved(who: str, stop: Stop, budget: float, rerun: int, next_wall: float | None) -> None:
