@@ -11,9 +11,10 @@ What Docker gives a container's root by default, and what this gives the command
   namespace"), as in a real container.
 * **A read-only cgroup file system** that shows the container's memory limit (``memory.max``, 768 MB:
   Gradescope's default) and lets no cgroup be made: run in a mount namespace of its own (``wrap``).
-* **Python readable by every uid**, as Gradescope's /usr/bin/python3 is: where this machine's interpreter
-  lies under a folder closed to others (pyenv under /root, mode 700), that folder is opened in the
-  mount namespace only, its other files hidden.
+* **Python readable by every uid**, as Gradescope's /usr/bin/python3 is: each folder closed to others on
+  the way to the interpreter, the venv or the checkout (pyenv under /root, a clone in a mode-700
+  temporary folder) is covered, in the mount namespace only, by an open one holding the same entries,
+  each with its own mode.
 
 ``python docker_like.py COMMAND...`` (``wrap(COMMAND, keep, scratch)`` gives the whole argv)
 loads the filter and executes the command; run it as root.
@@ -21,6 +22,8 @@ loads the filter and executes the command; run it as root.
 from __future__ import annotations
 
 import os
+import shlex
+import stat
 import sys
 from pathlib import Path
 
@@ -38,38 +41,50 @@ def docker_filter() -> bytes:
     return build_filter(DENIED)
 
 
-def _closed_folder() -> Path | None:
-    """The folder closed to other users on the way to this interpreter, if any (e.g. /root)."""
-    from course_admin.sandbox.procs import closed_to_others, python_paths
+def _closed_folders(paths: list[Path]) -> list[Path]:
+    """Every folder closed to other users (no ``o+x``) on the way to ``paths``, ``paths`` included,
+    outermost first (e.g. /root for pyenv, and a checkout cloned into a mode-700 temporary folder)."""
+    closed = set()
+    for path in paths:
+        path = Path(os.path.realpath(path))
+        for folder in [*reversed(path.parents), path]:
+            try:
+                mode = os.stat(folder).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+                closed.add(folder)
+    return sorted(closed, key=lambda f: len(f.parts))
 
-    exe, prefix, site = python_paths()
-    for path in (exe, prefix, site):
-        closed = closed_to_others(path)
-        if closed is not None:
-            return closed
-    return None
+
+def _opened(folder: Path, stage: Path) -> list[str]:
+    """Shell lines that cover ``folder`` with an open tmpfs holding what it held: each entry bound back
+    from ``stage`` (an empty folder outside it) keeps its own mode, links are made again."""
+    q = shlex.quote
+    before, after = [f"mkdir -p {q(str(stage))}"], [f"mount -t tmpfs -o size=1m,mode=755 opened {q(str(folder))}"]
+    for i, entry in enumerate(sorted(os.scandir(folder), key=lambda e: e.name)):
+        real, held = q(entry.path), q(str(stage / str(i)))
+        if entry.is_symlink():
+            after.append(f"ln -s {q(os.readlink(entry.path))} {real}")
+            continue
+        make = "mkdir -p" if entry.is_dir() else "touch"
+        before += [f"{make} {held}", f"mount --bind {real} {held}"]
+        after += [f"{make} {real}", f"mount --bind {held} {real}"]
+    return before + after
 
 
 def wrap(command: list[str], keep: list[Path], scratch: Path, memory_bytes: int = GRADESCOPE_MEMORY) -> list[str]:
     """The argv that runs ``command`` in a mount namespace of its own (read-only cgroup file system with
-    the container's memory limit; the closed folder on the way to Python opened, ``keep`` paths in it
-    bound back through ``scratch``, an empty folder), under Docker's capabilities and seccomp rules."""
+    the container's memory limit; every folder closed to others on the way to Python and to ``keep``
+    opened, through ``scratch``, an empty folder open to all), under Docker's capabilities and seccomp
+    rules."""
+    from course_admin.sandbox.procs import python_paths
+
     lines = ["set -e", "mount -t tmpfs -o size=1m,mode=755 cgroup /sys/fs/cgroup",
              f"printf %s {memory_bytes} > /sys/fs/cgroup/memory.max",
              "mount -o remount,ro,size=1m tmpfs /sys/fs/cgroup"]
-    closed = _closed_folder()
-    if closed is not None:
-        from course_admin.sandbox.procs import python_paths
-
-        stage = scratch
-        firsts = sorted({closed / Path(p).resolve().relative_to(closed).parts[0]
-                         for p in [*python_paths(), *keep] if Path(p).resolve().is_relative_to(closed)
-                         and Path(p).resolve() != closed})
-        for i, first in enumerate(firsts):
-            lines += [f"mkdir -p {stage}/{i}", f"mount --bind '{first}' {stage}/{i}"]
-        lines.append(f"mount -t tmpfs -o size=1m,mode=755 opened '{closed}'")
-        for i, first in enumerate(firsts):
-            lines += [f"mkdir -p '{first}'", f"mount --bind {stage}/{i} '{first}'"]
+    for k, folder in enumerate(_closed_folders([*python_paths(), *keep])):
+        lines += _opened(folder, scratch / str(k))
     lines.append('exec "$@"')
     return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", "\n".join(lines), "sh",
             sys.executable, str(Path(__file__).resolve()), *command]
