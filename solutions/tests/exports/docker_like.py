@@ -73,18 +73,27 @@ def _opened(folder: Path, stage: Path) -> list[str]:
     return before + after
 
 
+def opening(keep: list[Path], scratch: Path) -> list[str]:
+    """Shell lines, for a mount namespace of its own, that open every folder closed to others on the way
+    to Python and to ``keep`` (through ``scratch``, an empty folder open to all): what lets another uid
+    run this venv's Python (the hub test's local users too)."""
+    from course_admin.sandbox.procs import python_paths
+
+    lines: list[str] = []
+    for k, folder in enumerate(_closed_folders([*python_paths(), *keep])):
+        lines += _opened(folder, scratch / str(k))
+    return lines
+
+
 def wrap(command: list[str], keep: list[Path], scratch: Path, memory_bytes: int = GRADESCOPE_MEMORY) -> list[str]:
     """The argv that runs ``command`` in a mount namespace of its own (read-only cgroup file system with
     the container's memory limit; every folder closed to others on the way to Python and to ``keep``
     opened, through ``scratch``, an empty folder open to all), under Docker's capabilities and seccomp
     rules."""
-    from course_admin.sandbox.procs import python_paths
-
     lines = ["set -e", "mount -t tmpfs -o size=1m,mode=755 cgroup /sys/fs/cgroup",
              f"printf %s {memory_bytes} > /sys/fs/cgroup/memory.max",
              "mount -o remount,ro,size=1m tmpfs /sys/fs/cgroup"]
-    for k, folder in enumerate(_closed_folders([*python_paths(), *keep])):
-        lines += _opened(folder, scratch / str(k))
+    lines += opening(keep, scratch)
     lines.append('exec "$@"')
     return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", "\n".join(lines), "sh",
             sys.executable, str(Path(__file__).resolve()), *command]
