@@ -16,7 +16,16 @@ $(BIN)/course: pyproject.toml constraints-cpu.txt
 	$(BIN)/python -m pip install --quiet $(TORCH_CONSTRAINTS) -e '.[dev]'
 	touch $(BIN)/course
 
-install: $(BIN)/course  ## create .venv and install the course and its tools
+# The real-hub test (solutions/tests/exports/test_hub.py) runs JupyterHub's proxy, an npm package: installed
+# into .hub/ where npm exists; without it that one test is skipped and says why.
+HUB_PROXY := .hub/node_modules/.bin/configurable-http-proxy
+$(HUB_PROXY):
+	@if command -v npm >/dev/null 2>&1; then \
+	    npm install --prefix .hub --no-audit --no-fund --silent configurable-http-proxy@4.6.3 \
+	    || echo "configurable-http-proxy not installed: the real-hub test will be skipped"; \
+	else echo "npm not found: the real-hub test (solutions/tests/exports/test_hub.py) will be skipped"; fi
+
+install: $(BIN)/course $(HUB_PROXY)  ## create .venv and install the course and its tools
 
 book: install  ## build the book with every page executed; warnings are errors
 	@test -d solutions/course_ref || { echo "The book runs the reference implementation, which only the instructor's repository has: read the published book."; exit 1; }
