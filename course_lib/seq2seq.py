@@ -36,6 +36,9 @@ def shift_right(tgt: Tensor, bos_id: int, pad_id: int) -> Tensor:
         to predict y_t; the EOS of a padded row is never read (its position's label is padding), and
         the last label of a full row (its EOS) is predicted but never read. The input is padded exactly
         where the labels are, so ``target_mask(shift_right(...))`` and the loss ignore the same positions.
+        Where the label is padding the input is yours to choose (``torch.cat([bos, tgt], 1)[:, :-1]``, which
+        leaves the EOS there, is as right): the loss skips those positions and, under the causal mask, no
+        position with a real label reads them, so no loss or gradient changes; the checks grade the rest.
 
     Example:
     >>> import torch

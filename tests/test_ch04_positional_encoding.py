@@ -43,15 +43,14 @@ def test_odd_d_model_is_refused(impl) -> None:
 
 
 def test_pe_is_a_buffer_that_moves_and_is_saved(impl) -> None:
+    """A persistent buffer or not (persistent=False): what its own state_dict saves, a fresh module loads."""
     module = impl.positional.PositionalEncoding(8, max_len=20)
     assert "pe" in dict(module.named_buffers()) and "pe" not in dict(module.named_parameters())
     assert tuple(module.pe.shape) == (1, 20, 8) and not module.pe.requires_grad
     assert sum(p.numel() for p in module.parameters()) == 0, "the encoding has nothing to train"
+    torch.testing.assert_close(module.pe[0], impl.positional.sinusoidal_table(20, 8))
     state = module.state_dict()
-    torch.testing.assert_close(state["pe"][0], impl.positional.sinusoidal_table(20, 8))
     fresh = impl.positional.PositionalEncoding(8, max_len=20)
-    with torch.no_grad():
-        fresh.pe.zero_()
     fresh.load_state_dict(state)
     torch.testing.assert_close(fresh.pe, module.pe)
     assert module.to(torch.float64).pe.dtype == torch.float64

@@ -63,7 +63,9 @@ class PositionalEncoding(nn.Module):
 
     Members (part of the contract): ``pe``, a *buffer* (not a parameter: it is never trained) of
     shape (1, max_len, d_model) holding ``sinusoidal_table(max_len, d_model)``; being a buffer, it
-    moves with ``.to()`` and is saved in ``state_dict()``. ``dropout``: the ``nn.Dropout`` layer.
+    moves with ``.to()``. Whether ``state_dict()`` saves it (``persistent=False`` leaves it out) is yours
+    to choose: the table is built again with every module, so either way no output, loss or gradient
+    changes. ``dropout``: the ``nn.Dropout`` layer.
 
     forward(x):
         x: (batch, seq, d_model), any seq up to max_len.

@@ -145,6 +145,13 @@ def _tokens(out: object, what: str) -> Tensor:
     return out
 
 
+def padded_labels(inputs: dict[str, Tensor]) -> dict[str, Tensor]:
+    """The shift cases grade the decoder input only where the label is real. Where the label is padding, what the
+    input holds (the reference's pad_id, or the EOS and padding of torch.cat([bos, tgt], 1)[:, :-1]) changes no
+    loss and no gradient: the loss skips those positions, and under the causal mask only they read them."""
+    return {"decoder_input": inputs["tgt"] == inputs["pad_id"]}
+
+
 def shift(impl, inputs: dict[str, Tensor]) -> Outputs:
     out = impl.seq2seq.shift_right(inputs["tgt"], int(inputs["bos_id"]), int(inputs["pad_id"]))
     return {"decoder_input": _tokens(out, "shift_right")}
@@ -245,11 +252,12 @@ DECODE_HINT = ("greedy_decode(model, src, max_len, bos_id, eos_id, pad_id): enco
 
 CASES = [
     Case("shift_right: BOS, then the target without its last token", 1.0, "shift", lambda s: shift_inputs(s),
-         seed=701, about="3 targets of 6 (6, 4 and 2 tokens with their EOS); bos 1, pad 0: padded where the "
-                         "target is padded"),
+         seed=701, about="3 targets of 6 (6, 4 and 2 tokens with their EOS); bos 1, pad 0; where the target is "
+                         "padded the input is not graded (no loss reads it)", ignore=padded_labels),
     Case("shift_right with other ids", 0.5, "shift",
          lambda s: shift_inputs(s, batch=4, seq=5, vocab=9, bos=7, eos=8, pad=3), seed=702,
-         about="bos 7, pad 3 come from the arguments; a full row loses its last token (its EOS)"),
+         about="bos 7, pad 3 come from the arguments; a full row loses its last token (its EOS)",
+         ignore=padded_labels),
     Case("target distribution: eps spread over every token but padding", 1.0, "distribution",
          lambda s: loss_inputs(s, vocab=9), seed=703,
          about="q (3, 6, 9): 1 - eps + eps / (V - 1) on the label, eps / (V - 1) on the others, 0 on the pad "

@@ -6,6 +6,10 @@ docstrings present as right earns every case, public and hidden, judged the grad
 * chapter 02's mask applied after the softmax, the weights then renormalised over the keys left (the page shows
   both ways give the same weights);
 * chapter 07's greedy decoding that recomputes everything each step, model(src, ys), instead of encoding once;
+* chapter 04's table kept with register_buffer("pe", table, persistent=False): a buffer that follows .to() and is
+  never trained, only left out of state_dict (issue 26: the table is built again with every module);
+* chapter 07's shift_right built as torch.cat([bos, tgt], 1)[:, :-1], an EOS left where the label is padding,
+  which under the causal mask changes no loss or gradient (issue 26);
 * the textbook forms of chapters 02 and 05 (scores divided by sqrt(d_k), torch.nn.functional.dropout, a LayerNorm
   with .mean() and a division by sqrt(var + eps)), which the reference replaced by cheaper forms of the same
   formulas (issue 20), in every chapter that uses them, its own code throughout the model.
@@ -121,13 +125,48 @@ class Float32InsideTransformer(REF.transformer.Transformer):
             else super().forward(src, tgt)
 
 
+class UnsavedTableEncoding(REF.positional.PositionalEncoding):
+    """The table as a non-persistent buffer: not in state_dict, still moved by .to() and never trained."""
+
+    def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000) -> None:
+        super().__init__(d_model, dropout, max_len)
+        table = self.pe
+        del self.pe
+        self.register_buffer("pe", table, persistent=False)
+
+
+class PlainAttributeEncoding(REF.positional.PositionalEncoding):
+    """A near miss: the table a plain attribute, no buffer, so .to() leaves it where it was."""
+
+    def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000) -> None:
+        super().__init__(d_model, dropout, max_len)
+        table = self.pe
+        del self.pe
+        self.pe = table
+
+
+def cat_shift(tgt: Tensor, bos_id: int, pad_id: int) -> Tensor:
+    """BOS, then the whole target, its last position cut: the EOS of a padded row stays (its label is padding)."""
+    return torch.cat([torch.full_like(tgt[:, :1], bos_id), tgt], dim=1)[:, :-1]   # (batch, seq)
+
+
+def early_padded_shift(tgt: Tensor, bos_id: int, pad_id: int) -> Tensor:
+    """A near miss: padded one position early, so the input of each row's last real label is padding."""
+    shifted = torch.cat([torch.full_like(tgt[:, :1], bos_id), tgt[:, :-1]], dim=1)  # (batch, seq)
+    last = torch.cat([tgt[:, 1:] == pad_id, torch.ones_like(tgt[:, :1], dtype=torch.bool)], dim=1)
+    return shifted.masked_fill(last, pad_id)
+
+
 TABLE = {"positional.sinusoidal_table": float32_table, "positional.PositionalEncoding": Float32Encoding}
 RIGHT = [("04", TABLE), ("06", {**TABLE, "transformer.Transformer": Float32Transformer}), ("02", {"attention.scaled_dot_product_attention": renormalised_attention}),
-         ("07", {"seq2seq.greedy_decode": recomputing_decode})]
+         ("07", {"seq2seq.greedy_decode": recomputing_decode}),
+         ("04", {"positional.PositionalEncoding": UnsavedTableEncoding}), ("07", {"seq2seq.shift_right": cat_shift})]
 NEAR_MISSES = [("04", {"positional.sinusoidal_table": float16_table, "positional.PositionalEncoding": Float16Encoding}),
                ("06", {"transformer.Transformer": Float32InsideTransformer}),
                ("02", {"attention.scaled_dot_product_attention": unrenormalised_attention}),
-               ("07", {"seq2seq.greedy_decode": decode_without_padding})]
+               ("07", {"seq2seq.greedy_decode": decode_without_padding}),
+               ("04", {"positional.PositionalEncoding": PlainAttributeEncoding}),
+               ("07", {"seq2seq.shift_right": early_padded_shift})]
 
 
 @pytest.mark.parametrize("chapter,overrides", RIGHT, ids=[f"ch{c}-{next(iter(o.values())).__name__}" for c, o in RIGHT])
