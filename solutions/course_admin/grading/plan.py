@@ -48,7 +48,8 @@ class Chapter:
     inputs: list[Tensors]
     expected: list[Tensors]
     mistakes: list[dict[str, Tensors]]
-    inputs_file: Path           # the inputs, saved once for every sandbox of this run
+    inputs_files: dict[bool, Path]  # by hidden: the public or the hidden cases' inputs alone (the others {}),
+                                    # saved once for every sandbox of this run
     own_modules: list[str]      # course_lib files this chapter grades
     modules: list[str]          # the files it runs: its prerequisites' modules, then its own
     prereqs: list[str]          # chapters it builds on, directly or not, earliest first
@@ -138,10 +139,13 @@ def prepare(number: str) -> Chapter:
         graded.append(GradedCase(len(graded), c, True, f"hidden case {k}"))
     values = _values(number, graded)
     inputs, expected, mistakes = values["inputs"], values["expected"], values["mistakes"]
-    inputs_file = _cache_dir() / f"ch{number}_inputs.pt"
-    torch.save([{k: v.clone() for k, v in x.items()} for x in inputs], inputs_file)
+    inputs_files = {}
+    for hidden in (False, True):  # a sandbox's public phase never holds a hidden case's inputs
+        inputs_files[hidden] = _cache_dir() / f"ch{number}_inputs_{'hidden' if hidden else 'public'}.pt"
+        torch.save([{k: v.clone() for k, v in x.items()} if g.hidden == hidden else {}
+                    for g, x in zip(graded, inputs)], inputs_files[hidden])
     facts = chapter_facts(number)
-    chapter = Chapter(number, facts.title, spec, graded, inputs, expected, mistakes, inputs_file,
+    chapter = Chapter(number, facts.title, spec, graded, inputs, expected, mistakes, inputs_files,
                       list(facts.modules), modules_for(number), prerequisites(number))
     _PREPARED[number] = chapter
     return chapter

@@ -1,5 +1,12 @@
-"""Grade one learner's course_lib on a run of chapters: a snapshot in a sandbox, ONE child runs the probes
-of every chapter of the run, the outputs come back as data and are judged here (verdict.py).
+"""Grade one learner's course_lib on a run of chapters: a snapshot in a sandbox, one child runs the public
+cases of every chapter of the run, then another the hidden cases, the outputs come back as data and are
+judged here (verdict.py).
+
+Two phases, so that no hidden input is anywhere learner code can read it while any text of that code can
+still reach a learner: the public phase's job and inputs hold the public cases alone, and the hidden
+cases' inputs are written into the box only once every public result is in and that child and all it
+started have ended. Nothing a hidden case's code says reaches a learner (verdict.py: hidden rows carry
+the grader's words only).
 
 The sandbox folder holds the instructor's ``course_lib/__init__.py`` and ``provided/``, the learner's
 files of the chapter and of the chapters it builds on (or, with ``--prereqs reference``, the reference's
@@ -20,32 +27,26 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
-import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from course_lib.provided.layout import LAYOUT, owner_of
 
 from ..intake.submissions import Reader, SubmissionError
 from ..records.rows import GradeRow, Options
 from ..sandbox import cold, warm
-from ..sandbox.reaper import Usage
 from ..sandbox.results import ResultRefused, read_result
 from .plan import Chapter
 from .source_scan import submitted_source, with_source_scans
 from .verdict import GraderFailure, decode, describe_exit, judge_case, syntax_error, zero_rows
+from .watch import MAX_STARVED_RERUNS, STARVED_WALL, Watchdog, say_starved, timeout_message
 
 CHILD = warm.FILES["child.py"]  # the grading child (sandbox/child.py), copied into each box
 MAX_RESTARTS = 3
 READY_INDEX = 999  # the child's first frame: its setup (specs, inputs) is done, no learner code has run yet
-MAX_STARVED_RERUNS = 2
-STARVED_WALL = (1, 4, 16)  # a chapter's wall limit in its first run and in each rerun, in multiples of its budget
-RUNNABLE = 0.5  # stopped on wall time, runnable at least this share of it (on a CPU or in the run queue): starved
 
 
 class GraderError(RuntimeError):
@@ -84,19 +85,32 @@ def missing_message(chapter: Chapter, missing: list[str]) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Segment:
-    """One chapter's cases in a run: global result indices ``first`` .. ``first + len(cases) - 1``."""
+    """One chapter's cases in a run: global result indices ``first`` .. ``end - 1``; ``base`` is the global
+    index of the chapter's case 0 (a phase runs the public or the hidden cases of a chapter, ``phase``)."""
     chapter: Chapter
     first: int
+    end: int
+    base: int
 
-    @property
-    def end(self) -> int:
-        return self.first + len(self.chapter.cases)
+    @classmethod
+    def whole(cls, chapter: Chapter, base: int) -> Segment:
+        return cls(chapter, base, base + len(chapter.cases), base)
+
+    def phase(self, hidden: bool) -> Segment:
+        """The chapter's public cases (they come first) or its hidden ones, as a segment of their own."""
+        public = sum(1 for g in self.chapter.cases if not g.hidden)
+        first, end = (self.base + public, self.end) if hidden else (self.base, self.base + public)
+        return Segment(self.chapter, first, end, self.base)
+
+    def graded(self) -> list:
+        return [g for g in self.chapter.cases if self.first <= self.base + g.index < self.end]
 
 
 def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, work: Path,
                      substitute: list[str] = ()) -> dict[str, list[GradeRow]]:
-    """Every case of each of ``chapters`` on one snapshot of the learner's files, in ONE sandboxed child
-    (one Python and one torch import for all of them), judged; never raises for a learner's fault.
+    """Every case of each of ``chapters`` on one snapshot of the learner's files, judged; never raises for
+    a learner's fault. One sandboxed child runs the public cases of all of them (one Python and one torch
+    import), then another the hidden cases (the module's docstring).
 
     ``substitute``: modules taken from the reference instead (--prereqs reference). A chapter whose
     files are missing gets ``missing`` rows and does not run; each chapter that runs has its own time
@@ -116,13 +130,21 @@ def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, wor
             if lacking:
                 rows[ch.number] = zero_rows(ch, "missing", missing_message(ch, lacking))
             else:
-                segments.append(Segment(ch, segments[-1].end if segments else 0))
+                segments.append(Segment.whole(ch, segments[-1].end if segments else 0))
+        failures: dict[int, GraderFailure] = {}
+        timed_out: set[str] = set()  # chapters the time limit ended: their hidden cases do not run
+        for hidden in (False, True):  # hidden inputs reach the box once every public result is in
+            phase = [p for p in (seg.phase(hidden) for seg in segments) if p.first < p.end]
+            for p in [p for p in phase if hidden and p.chapter.number in timed_out]:
+                _rest(failures, p.first, p.end, "not run: the time limit was reached in an earlier case")
+            phase = [p for p in phase if not (hidden and p.chapter.number in timed_out)]
+            if phase:
+                _write_job(box, phase, opts, hidden)
+                failures.update(_run_child(box, phase, opts, work, reader.path.name, timed_out))
         if segments:
-            _write_job(box, segments, opts)
-            failures = _run_child(box, segments, opts, work, reader.path.name)
             for seg in segments:
                 syntax = _syntax(reader, seg.chapter, list(substitute))
-                judged = [judge_case(seg.chapter, g, _outcome(box, seg.first + g.index, failures), opts.isolation,
+                judged = [judge_case(seg.chapter, g, _outcome(box, seg.base + g.index, failures), opts.isolation,
                                      syntax) for g in seg.chapter.cases]
                 rows[seg.chapter.number] = with_source_scans(reader, seg.chapter, judged)
         return {ch.number: rows[ch.number] for ch in chapters}
@@ -130,14 +152,15 @@ def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, wor
         shutil.rmtree(box, ignore_errors=True)
 
 
-def _write_job(box: Path, segments: list[Segment], opts: Options) -> None:
-    """The child, the inputs, and the specs where ``course_lib.provided`` looks for them (``tests/specs``):
-    those of the run's chapters and of every chapter they build on, since a spec may use an earlier
-    one's helpers (``load_spec("05")``), each with its parts (``load_spec_part``)."""
+def _write_job(box: Path, segments: list[Segment], opts: Options, hidden: bool = False) -> None:
+    """The child, the phase's inputs, and the specs where ``course_lib.provided`` looks for them
+    (``tests/specs``): those of the run's chapters and of every chapter they build on, since a spec may use
+    an earlier one's helpers (``load_spec("05")``), each with its parts (``load_spec_part``). The public
+    phase's job and inputs hold nothing of the hidden cases; the hidden phase's replace them."""
     shutil.copy2(CHILD, box / "_grader_child.py")
-    (box / "out").mkdir()
+    (box / "out").mkdir(exist_ok=True)
     specs = box / "tests" / "specs"
-    specs.mkdir(parents=True)
+    specs.mkdir(parents=True, exist_ok=True)
     for number in {n for seg in segments for n in [*seg.chapter.prereqs, seg.chapter.number]}:
         for path in LAYOUT.spec_files(number):  # the spec and its parts (chNN_<part>.py)
             shutil.copy2(path, specs / path.name)
@@ -146,91 +169,12 @@ def _write_job(box: Path, segments: list[Segment], opts: Options) -> None:
            "audit": opts.isolation == "rlimits", "ready_index": READY_INDEX, "chapters": []}
     for seg in segments:
         number = seg.chapter.number
-        shutil.copy2(seg.chapter.inputs_file, box / f"inputs_ch{number}.pt")
+        shutil.copy2(seg.chapter.inputs_files[hidden], box / f"inputs_ch{number}.pt")
         job["chapters"].append({"chapter": number, "spec": f"tests/specs/ch{number}.py",
                                 "inputs": f"inputs_ch{number}.pt",
-                                "cases": [{"index": seg.first + g.index, "local": g.index, "probe": g.case.probe}
-                                          for g in seg.chapter.cases]})
+                                "cases": [{"index": seg.base + g.index, "local": g.index, "probe": g.case.probe}
+                                          for g in seg.graded()]})
     (box / "job.json").write_text(json.dumps(job))
-
-
-@dataclasses.dataclass(frozen=True)
-class Stop:
-    """Why the watchdog stopped a chapter: its CPU budget used up ("cpu") or its wall limit reached with CPU
-    to spare ("wall"); the wall time, CPU time and run-queue wait of the chapter up to then."""
-    segment: Segment
-    reason: str
-    wall_s: float
-    cpu_s: float
-    waiting_s: float | None  # None: the kernel keeps no schedstat here
-
-    @property
-    def starved(self) -> bool:
-        """Stopped on wall time with CPU to spare while runnable most of it (where the kernel cannot say
-        how long it waited for a CPU, every such stop counts: the reruns are bounded either way)."""
-        if self.reason != "wall":
-            return False
-        return self.waiting_s is None or self.cpu_s + self.waiting_s >= RUNNABLE * self.wall_s
-
-
-class _Watchdog:
-    """Given to cold.run / WarmSandbox.run, which call it with the run's meter every 0.1 s: stops the child
-    when the chapter it is on has used its ``budget`` seconds of CPU, or its wall limit (``walls``, by chapter
-    number); says why in ``stopped``. A chapter's clocks start when the child reaches it (its first result or
-    the previous chapter's last)."""
-
-    def __init__(self, out: Path, segments: list[Segment], start: int, budget: float,
-                 walls: dict[str, float]) -> None:
-        self.out, self.segments, self.budget, self.walls = out, [s for s in segments if s.end > start], budget, walls
-        self.current, self.since, self.base, self.read = None, time.monotonic(), None, 0.0
-        self.stopped: Stop | None = None
-
-    def __call__(self, meter: Callable[[], Usage]) -> bool:
-        done = {int(n[:3]) for n in os.listdir(self.out) if n.endswith(".pt") and n[:3].isdigit()}
-        current = next((s for s in self.segments if any(i not in done for i in range(s.first, s.end))), None)
-        if current is None:
-            return False
-        now = time.monotonic()
-        if current is not self.current:
-            self.current, self.since, self.base, self.read = current, now, meter(), now
-            return False
-        wall, limit = now - self.since, self.walls[current.chapter.number]
-        if now - self.read < 0.25 and wall < limit:  # the meter reads /proc: four times a second is enough
-            return False
-        self.read, used = now, meter()
-        cpu = used.cpu_s - self.base.cpu_s
-        waiting = None if None in (used.waiting_s, self.base.waiting_s) else used.waiting_s - self.base.waiting_s
-        reason = "cpu" if cpu >= self.budget else "wall" if wall >= limit else ""
-        if reason:
-            self.stopped = Stop(current, reason, wall, cpu, waiting)
-        return bool(reason)
-
-
-def timeout_message(budget: float, stop: Stop | None, reruns: int) -> str:
-    """What a learner reads on the case that was running when its chapter was stopped (``stop``: the
-    watchdog's reason; None when the run's own wall limit stopped it first)."""
-    head = f"did not finish within the time limit ({budget:g} s per chapter)"
-    if stop is None or stop.reason == "cpu":
-        return (f"{head}: it ran out of time, using its {budget:g} s of CPU time (a loop that never ends, or code "
-                "far slower than it needs to be); the process was stopped")
-    if not stop.starved:
-        return (f"{head}: it waited (sleeping, or blocked on something) for {stop.wall_s:.0f} s, using only "
-                f"{stop.cpu_s:.1f} s of CPU; the process was stopped")
-    return (f"{head}: run {reruns + 1} time{'s' * (reruns > 0)}, the last for {stop.wall_s:.0f} s, it got only "
-            f"{stop.cpu_s:.1f} s of CPU: the grading machine was too busy (or the code kept waiting); the process "
-            "was stopped, and your instructor was told to grade it again")
-
-
-def _say_starved(who: str, stop: Stop, budget: float, rerun: int, next_wall: float | None) -> None:
-    """The instructor's log (stderr of `course grade`): a starved chapter, run again or given up on."""
-    waited = "" if stop.waiting_s is None else f", {stop.waiting_s:.0f} s waiting for a CPU"
-    what = (f"run again from its first case without a result, with {next_wall:.0f} s of wall time (rerun {rerun} "
-            f"of {MAX_STARVED_RERUNS})" if next_wall is not None else
-            f"still starved after {MAX_STARVED_RERUNS} reruns: its remaining cases score 0; grade it again on a "
-            "quieter machine (`course grade ... --regrade`)")
-    print(f"course grade: {who}, chapter {stop.segment.chapter.number}: starved by a busy machine, not slow "
-          f"(stopped at {stop.wall_s:.0f} s of wall time with {stop.cpu_s:.1f} of its {budget:g} s of CPU{waited}); "
-          f"{what}", file=sys.stderr, flush=True)
 
 
 def _syntax(reader: Reader, chapter: Chapter, substitute: list[str]) -> str | None:
@@ -245,10 +189,11 @@ def _syntax(reader: Reader, chapter: Chapter, substitute: list[str]) -> str | No
 
 
 def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path,
-               who: str = "a submission") -> dict[int, GraderFailure]:
+               who: str = "a submission", timed_out: set[str] | None = None) -> dict[int, GraderFailure]:
     """Run the child from the first case without a result until all have one or it has died too often.
     A chapter that runs out of time loses its remaining cases; the next chapter starts afresh. A chapter
-    starved by the machine is run again (the module's docstring), said on stderr with ``who``.
+    starved by the machine is run again (the module's docstring), said on stderr with ``who``; a chapter the time
+    limit ended is added to ``timed_out`` (its hidden phase does not run, as its later cases would not).
     Returns the failure of each case (global index) that the child could not finish, in the grader's words."""
     messages: dict[int, GraderFailure] = {}
     n = segments[-1].end
@@ -261,10 +206,11 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path,
         walls = {number: budget * STARVED_WALL[k] for number, k in reruns.items()}
         limits = cold.Limits(wall_s=sum(walls[s.chapter.number] for s in left) + 5, cpu_s=budget * len(left) + 5,
                              memory_bytes=opts.memory_mb * 1024**2)
-        watchdog = _Watchdog(box / "out", segments, start, budget, walls)
+        watchdog = Watchdog(box / "out", segments, start, budget, walls)
+        (box / "out" / f"{READY_INDEX:03d}.pt").unlink(missing_ok=True)  # this launch's own, not a phase's before
         result = _launch(box, start, limits, opts.isolation, log, watchdog)
         done = {int(p.stem) for p in (box / "out").glob("[0-9][0-9][0-9].pt")}
-        gap = next((i for i in range(start, n) if i not in done), None)
+        gap = next((i for s in segments for i in range(max(s.first, start), s.end) if i not in done), None)
         if gap is None:
             break
         if READY_INDEX not in done:  # it ended before any learner code could run: the grader's fault
@@ -276,7 +222,7 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path,
             number = seg.chapter.number
             if stop is not None and stop.starved:
                 again = reruns[number] < MAX_STARVED_RERUNS
-                _say_starved(who, stop, budget, reruns[number] + 1 if again else reruns[number],
+                say_starved(who, stop, budget, reruns[number] + 1 if again else reruns[number],
                              budget * STARVED_WALL[reruns[number] + 1] if again else None)
                 if again:
                     reruns[number] += 1
@@ -284,6 +230,8 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path,
                     continue
             messages[gap] = GraderFailure(timeout_message(budget, stop, reruns[number]))
             _rest(messages, gap + 1, seg.end, "not run: the time limit was reached in an earlier case")
+            if timed_out is not None:
+                timed_out.add(number)
             start = seg.end
             continue
         ended = "the grading process ended during this case"
@@ -292,7 +240,8 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path,
         restarts += 1
         start = gap + 1
         if restarts > MAX_RESTARTS:
-            _rest(messages, start, n, f"not run: the grading process ended {restarts} times")
+            for s in segments:
+                _rest(messages, max(start, s.first), s.end, f"not run: the grading process ended {restarts} times")
             break
     return messages
 
@@ -304,7 +253,7 @@ def _spool(opts: Options, work: Path) -> Path:
 
 
 def _launch(box: Path, start: int, limits: cold.Limits, isolation: str, log: Path,
-            watchdog: _Watchdog) -> cold.RunResult:
+            watchdog: Watchdog) -> cold.RunResult:
     """The grading child on ``box`` from case ``start``: forked by the warm sandbox when the box is in
     its spool, else in a sandbox of its own (a new bwrap or rlimits process)."""
     ready = warm.current(isolation)

@@ -90,7 +90,8 @@ def scaled_dot_product_attention(query, key, value, mask=None, dropout_p=0.0):  
 
 
 def test_one_child_grades_a_chapter_and_what_it_builds_on(tmp_path: Path, monkeypatch) -> None:
-    """--prereqs learner: chapter 03 and chapter 02 under it run in one sandboxed child (one torch import)."""
+    """--prereqs learner: chapter 03 and chapter 02 under it run in one sandboxed child (one torch import) for
+    their public cases, and one more for their hidden cases, which it is given only then."""
     from course_admin.grading import grade, plan, sandboxed
     from course_admin.sandbox import cold, warm
     from course_lib.provided import chapters
@@ -108,7 +109,7 @@ def test_one_child_grades_a_chapter_and_what_it_builds_on(tmp_path: Path, monkey
         lib = grade.course_lib_rows(Reader(tmp_path / "zoe"), ["03"], opts, work)
     finally:
         warm.shutdown()  # no sandbox of this test process outlives the test
-    assert len(runs) == 1, (runs, [r.message for rows in lib.values() for r in rows][:3])
+    assert runs == [0, 0], (runs, [r.message for rows in lib.values() for r in rows][:3])  # public, hidden
     assert set(lib) == {"02", "03"}
     for number, rows in lib.items():
         assert rows and all(r.status == "pass" for r in rows), (number, [r.message for r in rows])
@@ -171,8 +172,8 @@ def test_a_spec_that_cannot_load_in_the_sandbox_is_the_graders_failure(tmp_path:
     write_folder(tmp_path / "zoe", FILES["02"])
     real = sandboxed._write_job
 
-    def broken(box: Path, segments, opts) -> None:
-        real(box, segments, opts)
+    def broken(box: Path, segments, opts, hidden=False) -> None:
+        real(box, segments, opts, hidden)
         (box / "tests" / "specs" / "ch02.py").write_text("raise RuntimeError('a spec that needs a missing file')\n")
 
     monkeypatch.setattr(sandboxed, "_write_job", broken)

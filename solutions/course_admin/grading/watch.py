@@ -1,0 +1,100 @@
+"""The watchdog of a grading run: it stops a chapter at its CPU budget or its wall limit and says which
+(``Stop``), and the words for it: what the learner reads (``timeout_message``) and what the instructor's log
+says of a chapter starved by a busy machine (``say_starved``). sandboxed.py's docstring tells the policy.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from ..sandbox.reaper import Usage
+
+if TYPE_CHECKING:
+    from .sandboxed import Segment
+
+MAX_STARVED_RERUNS = 2
+STARVED_WALL = (1, 4, 16)  # a chapter's wall limit in its first run and in each rerun, in multiples of its budget
+RUNNABLE = 0.5  # stopped on wall time, runnable at least this share of it (on a CPU or in the run queue): starved
+
+
+@dataclasses.dataclass(frozen=True)
+class Stop:
+    """Why the watchdog stopped a chapter: its CPU budget used up ("cpu") or its wall limit reached with CPU
+    to spare ("wall"); the wall time, CPU time and run-queue wait of the chapter up to then."""
+    segment: Segment
+    reason: str
+    wall_s: float
+    cpu_s: float
+    waiting_s: float | None  # None: the kernel keeps no schedstat here
+
+    @property
+    def starved(self) -> bool:
+        """Stopped on wall time with CPU to spare while runnable most of it (where the kernel cannot say
+        how long it waited for a CPU, every such stop counts: the reruns are bounded either way)."""
+        if self.reason != "wall":
+            return False
+        return self.waiting_s is None or self.cpu_s + self.waiting_s >= RUNNABLE * self.wall_s
+
+
+class Watchdog:
+    """Given to cold.run / WarmSandbox.run, which call it with the run's meter every 0.1 s: stops the child
+    when the chapter it is on has used its ``budget`` seconds of CPU, or its wall limit (``walls``, by chapter
+    number); says why in ``stopped``. A chapter's clocks start when the child reaches it (its first result or
+    the previous chapter's last)."""
+
+    def __init__(self, out: Path, segments: list[Segment], start: int, budget: float,
+                 walls: dict[str, float]) -> None:
+        self.out, self.segments, self.budget, self.walls = out, [s for s in segments if s.end > start], budget, walls
+        self.current, self.since, self.base, self.read = None, time.monotonic(), None, 0.0
+        self.stopped: Stop | None = None
+
+    def __call__(self, meter: Callable[[], Usage]) -> bool:
+        done = {int(n[:3]) for n in os.listdir(self.out) if n.endswith(".pt") and n[:3].isdigit()}
+        current = next((s for s in self.segments if any(i not in done for i in range(s.first, s.end))), None)
+        if current is None:
+            return False
+        now = time.monotonic()
+        if current is not self.current:
+            self.current, self.since, self.base, self.read = current, now, meter(), now
+            return False
+        wall, limit = now - self.since, self.walls[current.chapter.number]
+        if now - self.read < 0.25 and wall < limit:  # the meter reads /proc: four times a second is enough
+            return False
+        self.read, used = now, meter()
+        cpu = used.cpu_s - self.base.cpu_s
+        waiting = None if None in (used.waiting_s, self.base.waiting_s) else used.waiting_s - self.base.waiting_s
+        reason = "cpu" if cpu >= self.budget else "wall" if wall >= limit else ""
+        if reason:
+            self.stopped = Stop(current, reason, wall, cpu, waiting)
+        return bool(reason)
+
+
+def timeout_message(budget: float, stop: Stop | None, reruns: int) -> str:
+    """What a learner reads on the case that was running when its chapter was stopped (``stop``: the
+    watchdog's reason; None when the run's own wall limit stopped it first)."""
+    head = f"did not finish within the time limit ({budget:g} s per chapter)"
+    if stop is None or stop.reason == "cpu":
+        return (f"{head}: it ran out of time, using its {budget:g} s of CPU time (a loop that never ends, or code "
+                "far slower than it needs to be); the process was stopped")
+    if not stop.starved:
+        return (f"{head}: it waited (sleeping, or blocked on something) for {stop.wall_s:.0f} s, using only "
+                f"{stop.cpu_s:.1f} s of CPU; the process was stopped")
+    return (f"{head}: run {reruns + 1} time{'s' * (reruns > 0)}, the last for {stop.wall_s:.0f} s, it got only "
+            f"{stop.cpu_s:.1f} s of CPU: the grading machine was too busy (or the code kept waiting); the process "
+            "was stopped, and your instructor was told to grade it again")
+
+
+def say_starved(who: str, stop: Stop, budget: float, rerun: int, next_wall: float | None) -> None:
+    """The instructor's log (stderr of `course grade`): a starved chapter, run again or given up on."""
+    waited = "" if stop.waiting_s is None else f", {stop.waiting_s:.0f} s waiting for a CPU"
+    what = (f"run again from its first case without a result, with {next_wall:.0f} s of wall time (rerun {rerun} "
+            f"of {MAX_STARVED_RERUNS})" if next_wall is not None else
+            f"still starved after {MAX_STARVED_RERUNS} reruns: its remaining cases score 0; grade it again on a "
+            "quieter machine (`course grade ... --regrade`)")
+    print(f"course grade: {who}, chapter {stop.segment.chapter.number}: starved by a busy machine, not slow "
+          f"(stopped at {stop.wall_s:.0f} s of wall time with {stop.cpu_s:.1f} of its {budget:g} s of CPU{waited}); "
+          f"{what}", file=sys.stderr, flush=True)
