@@ -5,7 +5,8 @@ the warm and the cold way alike, under every isolation.
   pidfd_*, kcmp, perf_event_open, bpf, userfaultfd), nothing that makes state a later run could find
   (keyrings, POSIX message queues), no new namespaces (unshare, setns, clone with a CLONE_NEW* flag;
   clone3, whose flags a filter cannot read, answers ENOSYS so that the C library falls back to clone) and
-  no mounts, no io_uring (whose operations bypass the filter). A denied call fails with EPERM, so learner
+  no mounts, no io_uring (whose operations bypass the filter), no fallocate (whose FALLOC_FL_KEEP_SIZE
+  reserves disk that RLIMIT_FSIZE does not bound). A denied call fails with EPERM, so learner
   code that tries one gets an ordinary OSError. The filter is inherited by every thread and process the
   run makes, and cannot be removed (``PR_SET_NO_NEW_PRIVS`` is set with it).
 * Under the warm sandbox, a **run of its own** (``own_namespaces``): new user, network and IPC namespaces,
@@ -43,6 +44,9 @@ DENIED: dict[str, str] = {
     **dict.fromkeys(["mount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount", "fspick",
                      "move_mount", "open_tree", "mount_setattr"], "mounts"),
     **dict.fromkeys(["io_uring_setup", "io_uring_enter", "io_uring_register"], "io_uring bypasses the filter"),
+    # FALLOC_FL_KEEP_SIZE reserves blocks that RLIMIT_FSIZE does not count (ext4): a run's log could take
+    # the grader's disk. Nothing the course runs needs it; a plain write is bounded by the file-size limit.
+    "fallocate": "reserves disk space that no file-size limit bounds",
 }
 # clone(2)'s flags that make a namespace (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET)
 CLONE_NEW = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
