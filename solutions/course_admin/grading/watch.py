@@ -9,12 +9,9 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable
 
 from ..sandbox.reaper import Usage
-
-if TYPE_CHECKING:
-    from .sandboxed import Segment
 
 MAX_STARVED_RERUNS = 2
 STARVED_WALL = (1, 4, 16)  # a chapter's wall limit in its first run and in each rerun, in multiples of its budget
@@ -25,7 +22,7 @@ RUNNABLE = 0.5  # stopped on wall time, runnable at least this share of it (on a
 class Stop:
     """Why the watchdog stopped a chapter: its CPU budget used up ("cpu") or its wall limit reached with CPU
     to spare ("wall"); the wall time, CPU time and run-queue wait of the chapter up to then."""
-    segment: Segment
+    segment: Any  # the sandboxed.Segment it stopped in (not imported: sandboxed imports this module)
     reason: str
     wall_s: float
     cpu_s: float
@@ -46,7 +43,7 @@ class Watchdog:
     number); says why in ``stopped``. A chapter's clocks start when the child reaches it (its first result or
     the previous chapter's last)."""
 
-    def __init__(self, out: Path, segments: list[Segment], start: int, budget: float,
+    def __init__(self, out: Path, segments: list[Any], start: int, budget: float,
                  walls: dict[str, float]) -> None:
         self.out, self.segments, self.budget, self.walls = out, [s for s in segments if s.end > start], budget, walls
         self.current, self.since, self.base, self.read = None, time.monotonic(), None, 0.0
