@@ -18,7 +18,7 @@ PUBLIC_CASES = [pytest.param(number, case.name, id=f"ch{number}: {case.name}")
 @pytest.mark.parametrize(("chapter", "case"), PUBLIC_CASES)
 def test_public_case(impl, chapter: str, case: str) -> None:
     (result,) = chapters.run_chapter(chapter, impl, cases=[case])
-    if result.status != "pass":  # name an earlier chapter this one's code uses that fails its own checks
-        _, failing = chapters.run_with_prerequisites(chapter, impl, annotate=False)
-        note = chapters.prereq_note(chapter, failing)
-        pytest.fail(f"{note} [{result.message}]" if note else result.message, pytrace=False)
+    if result.status != "pass":  # the message of `course check`: the whole chapter's evidence, the earlier
+        results, _ = chapters.run_with_prerequisites(chapter, impl)  # chapters this case runs that fail theirs
+        message = next((r.message for r in results if r.case == case and r.status != "pass"), result.message)
+        pytest.fail(message, pytrace=False)

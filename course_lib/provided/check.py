@@ -61,15 +61,11 @@ def used_chapters(number: str, impl) -> set[str]:
 
 
 def results_and_causes(number: str, impl, annotate: bool = True) -> tuple[list[Result], dict[str, tuple[int, int]], str]:
-    """The chapter's public results, with (``annotate``) failed ones headed by the note naming the earlier chapters
-    that fail their own checks *and* that this chapter's code uses (``used_chapters``); those {chapter: (failed,
-    run)}; the note."""
-    results, failing = chapters.run_with_prerequisites(number, impl, annotate=False)  # only chapters it uses
-    note = chapters.prereq_note(number, failing)
-    for r in results if note and annotate else []:
-        if r.status != "pass":
-            r.message = f"{note} [{r.message}]"
-    return results, failing, note
+    """The chapter's public results, with (``annotate``) each failed one headed by the note naming the earlier
+    chapters that fail their own checks, that this chapter's code uses (``used_chapters``) *and* whose code that
+    check runs (chapters.run_with_prerequisites); those {chapter: (failed, run)}; the note of them all."""
+    results, failing = chapters.run_with_prerequisites(number, impl, annotate=annotate)  # only chapters it uses
+    return results, failing, chapters.prereq_note(number, failing)
 
 
 def check(chapter: str, which: str = "learner") -> list[Result]:
@@ -98,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"course check: {err}", file=sys.stderr)
         return 2
-    results, failing, note = results_and_causes(number, impl, annotate=args.json)  # the table prints it once
+    results, failing, note = results_and_causes(number, impl)  # each failed check names what it runs
     earned, possible = total(results)
     where = _where(args.impl)
     if args.json:
@@ -111,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     who = "your course_lib" if args.impl == "learner" else "the reference (course_ref)"
     print(f"Chapter {number} — {spec.TITLE}: public checks on {who}\nchecked: {where}\n")
     if note:
-        print(textwrap.fill(f"{note} (`make check CH={min(failing)}` shows what is wrong there.)", 100) + "\n")
+        print(textwrap.fill(f"{note} (It concerns the failed checks that run that code, which say so below; "
+                            f"`make check CH={min(failing)}` shows what is wrong there.)", 100) + "\n")
     print(table(results))
     if earned == possible:
         print(f"\nAll public checks pass. Hand in with `make submit CH={number}`; your instructor also "

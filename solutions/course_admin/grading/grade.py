@@ -9,7 +9,8 @@ DIR/totals.csv and DIR/feedback/<learner>.md (report.py).
 
 A chapter that builds on earlier ones (its spec's REQUIRES) runs the learner's own modules of those
 chapters (--prereqs learner, the default); when one of them fails its own checks, the chapter's failed
-checks say so. --prereqs reference runs the reference's modules of earlier chapters instead: use it
+checks that run their code say so (diagnose.py, which also revises each chapter's messages by the evidence of
+all its cases). --prereqs reference runs the reference's modules of earlier chapters instead: use it
 only once those solutions are published, since the learner's code can read what runs beside it.
 
 Isolation: learner code runs under bubblewrap (``--isolation auto``, the default, when it works). Without
@@ -52,28 +53,12 @@ from ..records.rows import PREREQ_POLICIES, GradeRow, Options, total
 from ..sandbox import cold, confine, procs
 from . import plan
 from .batch import LearnerGrade, chapters_of, run_batch
+from .diagnose import prerequisite_notes, revise
 from .sandboxed import grade_course_lib
 from .verdict import zero_rows
 
 
 # ---------------------------------------------------------------- one learner (runs in a worker process)
-def prerequisite_notes(chapter: plan.Chapter, rows: list[GradeRow], earlier: dict[str, list[GradeRow]],
-                       source: uses.Source) -> list[GradeRow]:
-    """Prefix the failed checks of ``chapter`` with the prerequisites of the learner's that fail their own and
-    that the learner's code imports (``source``: a module's submitted bytes, read here, never run)."""
-    used = uses.used_chapters(chapter.number, source)
-    failing = {}
-    for p in (p for p in chapter.prereqs if p in used):
-        done = earlier.get(p, [])
-        bad = sum(r.status != "pass" for r in done)
-        if bad:
-            failing[p] = (bad, len(done))
-    note = chapters_mod.prereq_note(chapter.number, failing)
-    if not note:
-        return rows
-    return [r if r.status == "pass" else r.with_message(f"{note} [{r.message}]") for r in rows]
-
-
 def notebook_rows(reader: Reader, chapter: plan.Chapter) -> list[GradeRow]:
     """The written answers of the chapter's notebook, read as data: nothing of the notebook runs. Never
     raises: a notebook that cannot be read fails its own rows only, saying so."""
@@ -116,13 +101,15 @@ def course_lib_rows(reader: Reader, numbers: list[str], opts: Options, work: Pat
         run = [plan.prepare(n) if n in numbers else plan.public_only(plan.prepare(n))
                for n in plan.chapters_to_run(numbers)]
         lib = grade_course_lib(reader, run, opts, work)
-        for chapter in run:
-            lib[chapter.number] = prerequisite_notes(chapter, lib[chapter.number], lib, _submitted(reader))
+        for chapter in run:  # each chapter's own evidence first (diagnose.py), then what earlier ones explain
+            lib[chapter.number] = prerequisite_notes(chapter, revise(chapter, lib[chapter.number]), lib,
+                                                     _submitted(reader))
         return lib
     lib = {}
     for number in numbers:
         chapter = plan.prepare(number)
-        lib.update(grade_course_lib(reader, [chapter], opts, work, substitute=chapter.prereq_modules()))
+        got = grade_course_lib(reader, [chapter], opts, work, substitute=chapter.prereq_modules())
+        lib.update({n: revise(chapter, rows) for n, rows in got.items()})
     return lib
 
 

@@ -2,6 +2,10 @@
 they are judged against (the reference's outputs and those of the known-wrong variants).
 
 Everything here is computed in the grader's own process with the reference; learner code never runs here.
+With them, per case, the evidence the report-wide rules of course_lib/provided/diagnosis.py need: the chapters
+whose reference modules the case's probe runs (traced once, here, on the reference: never on learner code),
+and the known mistakes whose outputs fail it.
+
 Computing it takes seconds to a minute a chapter (every known-wrong variant on every case), so a grading
 run keeps it in a store (``use_store``: ``<--out>/.prepared/``), one file a chapter named by a fingerprint
 of everything it was computed from: the next run, and every worker process of this one, load it instead.
@@ -14,16 +18,16 @@ import hashlib
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
 import torch
 
-from course_lib.provided import chapters
-from course_lib.provided.checking import Case
+from course_lib.provided import chapters, diagnosis
+from course_lib.provided.checking import Case, run_probe
 from course_lib.provided.layout import LAYOUT, chapter_facts, modules_for, prerequisites
-from course_lib.provided.loader import load_file
+from course_lib.provided.loader import load_file, load_impl
 
 from ..release import refs
 from ..release.refs import outputs_for
@@ -53,6 +57,8 @@ class Chapter:
     own_modules: list[str]      # course_lib files this chapter grades
     modules: list[str]          # the files it runs: its prerequisites' modules, then its own
     prereqs: list[str]          # chapters it builds on, directly or not, earliest first
+    runs: list[frozenset[str]] = field(default_factory=list)   # by case: the chapters whose code it runs
+    fails: list[frozenset[str]] = field(default_factory=list)  # by case: the known mistakes that fail it
 
     def prereq_modules(self) -> list[str]:
         return [m for m in self.modules if m not in self.own_modules]
@@ -70,7 +76,8 @@ _CACHE_DIR: list[Path] = []
 _STORE: list[Path] = []
 # what a chapter's prepared values depend on beyond its own spec, hidden cases and variants
 _ENGINE = [Path(refs.__file__), Path(refs.__file__).with_name("variants.py"), Path(__file__)] + \
-    [LAYOUT.root / "course_lib" / "provided" / n for n in ("cases.py", "checking.py", "loader.py")]
+    [LAYOUT.root / "course_lib" / "provided" / n for n in ("cases.py", "checking.py", "loader.py", "diagnosis.py")]
+VALUES = ("inputs", "expected", "mistakes", "runs", "fails")  # what a stored chapter holds, a list by case
 
 
 def use_store(folder: Path | str | None) -> None:
@@ -88,15 +95,20 @@ def chapter_fingerprint(number: str) -> str:
 
 
 def _compute(number: str, graded: list[GradedCase]) -> dict[str, list]:
-    inputs, expected, mistakes = [], [], []
+    spec = chapters.load_spec(number)
+    owner = diagnosis.module_owners(LAYOUT.reference)
+    values: dict[str, list] = {k: [] for k in VALUES}
     for g in graded:
         torch.manual_seed(0)
         x = g.case.make_inputs(g.case.seed)
         out = outputs_for(number, g.case, x)
-        inputs.append(x)
-        expected.append(out["expected"])
-        mistakes.append(out["mistakes"])
-    return {"inputs": inputs, "expected": expected, "mistakes": mistakes}
+        _, ran = diagnosis.traced(lambda: run_probe(spec.PROBES, g.case, load_impl("reference"), x), owner)
+        values["inputs"].append(x)
+        values["expected"].append(out["expected"])
+        values["mistakes"].append(out["mistakes"])
+        values["runs"].append(sorted(ran))
+        values["fails"].append(sorted(diagnosis.failing_mistakes(number, g.case, x, out["expected"], out["mistakes"])))
+    return values
 
 
 def _values(number: str, graded: list[GradedCase]) -> dict[str, list]:
@@ -107,7 +119,7 @@ def _values(number: str, graded: list[GradedCase]) -> dict[str, list]:
     path = _STORE[0] / f"ch{number}-{chapter_fingerprint(number)}.pt"
     try:
         values = torch.load(path, weights_only=True)
-        if all(len(values[k]) == len(graded) for k in ("inputs", "expected", "mistakes")):
+        if all(len(values[k]) == len(graded) for k in VALUES):
             return values
     except Exception:  # noqa: BLE001 - missing, partly written by a killed run, or foreign: compute again
         pass
@@ -146,7 +158,8 @@ def prepare(number: str) -> Chapter:
                     for g, x in zip(graded, inputs)], inputs_files[hidden])
     facts = chapter_facts(number)
     chapter = Chapter(number, facts.title, spec, graded, inputs, expected, mistakes, inputs_files,
-                      list(facts.modules), modules_for(number), prerequisites(number))
+                      list(facts.modules), modules_for(number), prerequisites(number),
+                      [frozenset(r) for r in values["runs"]], [frozenset(f) for f in values["fails"]])
     _PREPARED[number] = chapter
     return chapter
 

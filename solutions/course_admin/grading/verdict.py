@@ -10,11 +10,16 @@ own text, the spec's text of a known mistake, the name of the learner's file tha
 (found by compiling the submitted bytes here), or what kind of output differs (dtype, shape, NaN,
 values) found by comparing here; then the property the case checks (``hidden_property``). No text
 learner code produced (an exception's message or type, an exit status) reaches a hidden case's row.
+
+A row ``judge_case`` gives is a ``JudgedRow``: it carries what the report-wide rules (diagnose.py) need once every
+case of the chapter is judged, the names it gave and a way to judge it again without some of them.
 """
 from __future__ import annotations
 
 import re
 import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import torch
@@ -157,18 +162,36 @@ def syntax_error(module: str, source: bytes) -> str | None:
 
 
 # ---------------------------------------------------------------- one case
-def judge_case(chapter: Chapter, g: GradedCase, actual: Any, isolation: str, syntax: str | None = None) -> GradeRow:
+@dataclass(frozen=True)
+class JudgedRow(GradeRow):
+    """A row as ``judge_case`` leaves it, with what diagnose.py revises it by; ``plain()`` is the row alone."""
+
+    names: tuple[str, ...] = field(default=(), compare=False, repr=False)   # the known mistakes it names
+    explainable: bool = field(default=False, compare=False, repr=False)     # failed on its outputs
+    again: Callable[[frozenset[str]], JudgedRow] | None = field(default=None, compare=False, repr=False)
+
+    def plain(self) -> GradeRow:
+        return GradeRow(*(getattr(self, f.name) for f in fields(GradeRow)))
+
+
+def judge_case(chapter: Chapter, g: GradedCase, actual: Any, isolation: str, syntax: str | None = None,
+               ruled_out: frozenset[str] = frozenset()) -> JudgedRow:
     """Score one case from the decoded outputs (or the failure) of the learner's code. ``syntax``: why a
-    learner's file of the run does not compile (``syntax_error``), shown on hidden cases that raised."""
+    learner's file of the run does not compile (``syntax_error``), shown on hidden cases that raised.
+    ``ruled_out``: known mistakes not to name (the chapter's passed cases exclude them: diagnose.py)."""
+    raises = {n: p for n, p in (getattr(chapter.spec, "RAISES", None) or {}).items() if n not in ruled_out}
     try:
         res = judge(chapter.number, g.case, actual, chapter.inputs[g.index], chapter.expected[g.index],
-                    chapter.mistakes[g.index], chapter.spec.MISTAKES, getattr(chapter.spec, "RAISES", None))
+                    {n: w for n, w in chapter.mistakes[g.index].items() if n not in ruled_out},
+                    chapter.spec.MISTAKES, raises)
         earned, status, message, names = res.earned, res.status, res.message, res.mistakes
     except Exception as exc:  # noqa: BLE001 - whatever the child left, the batch goes on
         earned, status, message, names = 0.0, "fail", f"the result could not be compared ({type(exc).__name__})", []
     if g.hidden and status != "pass":
         message = hidden_message(chapter, g, actual, names, syntax)
-    return GradeRow(chapter.number, "course_lib", g.label, earned, g.case.points, status, message, isolation)
+    return JudgedRow(chapter.number, "course_lib", g.label, earned, g.case.points, status, message, isolation,
+                     tuple(names), isinstance(actual, dict),
+                     lambda ruled: judge_case(chapter, g, actual, isolation, syntax, ruled))
 
 
 def zero_rows(chapter: Chapter, status: str, message: str, isolation: str = "none") -> list[GradeRow]:

@@ -118,6 +118,14 @@ def test_prereq_note() -> None:
     assert note == "Chapter 03 uses your chapter 02 (attention.py), which fails 2 of 9 checks: fix those first."
 
 
+def test_prereq_note_names_only_the_chapters_a_check_runs() -> None:
+    failing = {"02": (1, 17), "04": (2, 9)}
+    assert chapters.prereq_note("08", failing, frozenset({"08"})) == ""  # masked_mean runs chapter 08's code alone
+    assert chapters.prereq_note("08", failing, frozenset({"08", "05", "02"})) == (
+        "Chapter 08 uses your chapter 02 (attention.py), which fails 1 of 17 checks: fix those first.")
+    assert "chapter 02" in chapters.prereq_note("08", failing) and "chapter 04" in chapters.prereq_note("08", failing)
+
+
 # ---------------------------------------------------------------- identity, CSV cells, the grade table's schema
 def test_learner_ids_come_from_collected_names_in_nfc() -> None:
     from course_admin.intake.submissions import learner_id
