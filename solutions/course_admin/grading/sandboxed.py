@@ -42,7 +42,7 @@ from ..sandbox.results import ResultRefused, read_result
 from .plan import Chapter
 from .source_scan import submitted_source, with_source_scans
 from .verdict import GraderFailure, decode, describe_exit, judge_case, syntax_error, zero_rows
-from .watch import MAX_STARVED_RERUNS, STARVED_WALL, Watchdog, say_starved, timeout_message
+from .watch import MAX_STARVED_RERUNS, STARVED_WALL, Watchdog, results_in, say_starved, timeout_message
 
 CHILD = warm.FILES["child.py"]  # the grading child (sandbox/child.py), copied into each box
 MAX_RESTARTS = 3
@@ -209,7 +209,7 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path,
         watchdog = Watchdog(box / "out", segments, start, budget, walls)
         (box / "out" / f"{READY_INDEX:03d}.pt").unlink(missing_ok=True)  # this launch's own, not a phase's before
         result = _launch(box, start, limits, opts.isolation, log, watchdog)
-        done = {int(p.stem) for p in (box / "out").glob("[0-9][0-9][0-9].pt")}
+        done = results_in(box / "out")
         gap = next((i for s in segments for i in range(max(s.first, start), s.end) if i not in done), None)
         if gap is None:
             break
@@ -279,6 +279,9 @@ def _outcome(box: Path, index: int, failures: dict[int, GraderFailure]) -> Any:
     """The decoded outputs of one case, or a GraderFailure saying why there are none. The frame is
     checked before and after loading (results.py): nothing in it decides how much memory this takes."""
     path = box / "out" / f"{index:03d}.pt"
+    if (box / "out" / f"{index:03d}{cold.OVER_TOTAL}").is_file():
+        return GraderFailure(f"the result of this case was refused: the run's results passed the "
+                             f"{cold.Limits().results_total >> 20} MiB the grader keeps of one run", REFUSED_HIDDEN)
     if not path.is_file():
         return failures.get(index) or GraderFailure("no result: the grading process wrote nothing for this case")
     try:

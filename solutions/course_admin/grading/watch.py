@@ -11,11 +11,19 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..sandbox.cold import OVER_TOTAL
 from ..sandbox.reaper import Usage
 
 MAX_STARVED_RERUNS = 2
 STARVED_WALL = (1, 4, 16)  # a chapter's wall limit in its first run and in each rerun, in multiples of its budget
 RUNNABLE = 0.5  # stopped on wall time, runnable at least this share of it (on a CPU or in the run queue): starved
+RESULTS_IN_GRACE = 1.0  # seconds a child may take to end once every result of its run is in
+
+
+def results_in(out: Path) -> set[int]:
+    """The cases of a run whose result is in ``out``: a frame (NNN.pt) or a frame kept off the disk because
+    the run's results reached their total (NNN.over, cold.OVER_TOTAL)."""
+    return {int(n[:3]) for n in os.listdir(out) if n[:3].isdigit() and len(n) > 3 and n[3:] in (".pt", OVER_TOTAL)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,20 +49,26 @@ class Watchdog:
     """Given to cold.run / WarmSandbox.run, which call it with the run's meter every 0.1 s: stops the child
     when the chapter it is on has used its ``budget`` seconds of CPU, or its wall limit (``walls``, by chapter
     number); says why in ``stopped``. A chapter's clocks start when the child reaches it (its first result or
-    the previous chapter's last)."""
+    the previous chapter's last). Once every result of the run is in, the child has ``RESULTS_IN_GRACE``
+    seconds to end by itself; then it is stopped (``finished``): learner code that goes on after its last case
+    (processes left spinning, an exit that never comes) holds neither the worker nor the CPUs."""
 
     def __init__(self, out: Path, segments: list[Any], start: int, budget: float,
                  walls: dict[str, float]) -> None:
         self.out, self.segments, self.budget, self.walls = out, [s for s in segments if s.end > start], budget, walls
         self.current, self.since, self.base, self.read = None, time.monotonic(), None, 0.0
         self.stopped: Stop | None = None
+        self.all_in: float | None = None  # when the last result came in
+        self.finished = False  # stopped because every result was in and the child had not ended
 
     def __call__(self, meter: Callable[[], Usage]) -> bool:
-        done = {int(n[:3]) for n in os.listdir(self.out) if n.endswith(".pt") and n[:3].isdigit()}
+        done = results_in(self.out)
         current = next((s for s in self.segments if any(i not in done for i in range(s.first, s.end))), None)
-        if current is None:
-            return False
         now = time.monotonic()
+        if current is None:  # every result is in: the child has nothing left to do but end
+            self.all_in = self.all_in or now
+            self.finished = now - self.all_in >= RESULTS_IN_GRACE
+            return self.finished
         if current is not self.current:
             self.current, self.since, self.base, self.read = current, now, meter(), now
             return False

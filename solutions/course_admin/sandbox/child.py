@@ -23,7 +23,7 @@ import sys
 
 MAX_MESSAGE = 600
 HEADER = struct.Struct("<IQ")   # = cold.RESULT_HEADER
-MAX_RESULT = 16 * 1024**2 - 4096  # under cold.Limits.result_bytes
+MAX_RESULT = 4 * 1024**2 - 4096  # under cold.Limits.result_bytes
 
 
 class _CappedStream:
@@ -109,7 +109,7 @@ def _sender(fd: int, save):
         data = buffer.getvalue()
         if len(data) > MAX_RESULT:
             buffer = io.BytesIO()
-            save({"kind": "exception", "message": f"the result is larger than {MAX_RESULT >> 20} MiB"}, buffer)
+            save({"kind": "exception", "message": f"the result is larger than {(MAX_RESULT + 4096) >> 20} MiB"}, buffer)
             data = buffer.getvalue()
         frame = memoryview(HEADER.pack(index, len(data)) + data)
         while frame:

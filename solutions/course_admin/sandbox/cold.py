@@ -26,13 +26,16 @@ and sweeps what it leaves; ``run`` is the cold way (``COURSE_GRADE_WARM=0``, and
 Results never go through the file system: the command writes them to a pipe, whose fd it finds in
 $COURSE_RESULT_FD, as frames (``RESULT_HEADER``: case index, length, then a ``torch.save`` payload),
 and this process writes each complete frame to ``box/out/NNN.pt``, at most ``Limits.result_bytes`` a
-frame and ``Limits.results_total`` in all. So a learner can fill neither the disk (nothing on disk is writable) nor the results folder.
+frame and ``Limits.results_total`` in all. So a learner can fill neither the disk (nothing on disk is
+writable) nor the results folder: what a run puts on the grader's disk is bounded by ``results_total``
+and the log's kept head and tail (``output_keep`` twice), whatever calls its code makes.
 
 Both levels apply, through ``prlimit``, RLIMIT_AS (memory), RLIMIT_FSIZE (size of any file written,
 with SIGXFSZ ignored so that writes fail instead of killing), RLIMIT_NOFILE and RLIMIT_CPU; stdout and
-stderr go to a log file, cut to its head and tail when large. When the kernel lets us (cgroup v1 ``pids``
-and ``memory`` controllers writable, as root here), the command runs in its own cgroup with a cap on
-processes and memory (tmpfs pages count as memory). Afterwards the process tree, the cgroup and any
+stderr go to a pipe this process drains (output.py), and only its head and tail reach the log file. When the kernel lets us (cgroup v1 ``pids``,
+``memory`` and ``cpu`` controllers writable, as root here), the command runs in its own cgroup with a cap
+on processes, memory (tmpfs pages count as memory) and CPU (``Limits.cpus``: one CPU, however many
+processes it starts). Afterwards the process tree, the cgroup and any
 process carrying the run's token in its environment are killed (``reaper.kill_tree``, ``Cgroup.kill_all``,
 ``reaper.kill_token``), daemons that left the session included.
 """
@@ -52,13 +55,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import confine, procs, reaper
+from .output import OutputPipe
 from .procs import bwrap_works, detect, python_paths
 from .reaper import sweep_stale
 
-__all__ = ["Limits", "RunResult", "Watchdog", "cpu_limit", "bwrap_works", "detect", "python_paths", "run", "sweep_stale"]
+__all__ = ["OVER_TOTAL", "Limits", "RunResult", "Watchdog", "cpu_limit", "bwrap_works", "detect", "python_paths", "run", "sweep_stale"]
 
 RESULT_FD_VAR = "COURSE_RESULT_FD"
 RESULT_HEADER = struct.Struct("<IQ")  # case index, payload length
+OVER_TOTAL = ".over"  # out/NNN.over: case NNN's frame came after the run's results reached results_total
 
 
 @dataclass(frozen=True)
@@ -71,8 +76,10 @@ class Limits:
     max_processes: int = 64             # needs the pids cgroup
     open_files: int = 256
     tmp_bytes: int = procs.BWRAP_TMP_BYTES  # bwrap's /tmp, the only writable place under bwrap
-    result_bytes: int = 16 * 1024**2    # one result frame (one case's outputs)
-    results_total: int = 256 * 1024**2  # everything in box/out together
+    cpus: float = 1.0                   # CPU seconds per wall second, all its processes together (cgroup cpu)
+    # A case's outputs are at most 133 kB (chapter 04), a run's 1 MB (all eight chapters): 64 times that.
+    result_bytes: int = 4 * 1024**2     # one result frame (one case's outputs): results.RESULT_MAX_BYTES
+    results_total: int = 64 * 1024**2   # everything in box/out together: the most a run puts on the disk
 
 
 def cpu_limit(limits: Limits) -> int:
@@ -108,7 +115,7 @@ def environment(isolation: str, box: Path, token_var: str, token: str) -> dict[s
 
 def new_cgroup(limits: Limits) -> reaper.Cgroup:
     """The run's cgroup: its process cap, and its memory with room for tmpfs pages and the interpreter."""
-    return reaper.Cgroup(limits.max_processes, limits.memory_bytes + 512 * 1024**2)
+    return reaper.Cgroup(limits.max_processes, limits.memory_bytes + 512 * 1024**2, limits.cpus)
 
 
 def confine_box(box: Path) -> None:
@@ -117,18 +124,6 @@ def confine_box(box: Path) -> None:
     if confine.available()[0]:
         shutil.copyfile(Path(confine.__file__), box / "_grader_confine.py")
         (box / "_grader_filter.bpf").write_bytes(confine.compile_filter())
-
-
-def _cap_log(path: Path, keep: int) -> None:
-    """Keep the log on disk small: its first and last ``keep`` bytes when it holds over four times that."""
-    size = path.stat().st_size if path.exists() else 0
-    if size <= 4 * keep:
-        return
-    with open(path, "rb") as fh:
-        head = fh.read(keep)
-        fh.seek(size - keep)
-        tail = fh.read()
-    path.write_bytes(head + f"\n… [{size - 2 * keep} bytes of output left out] …\n".encode() + tail)
 
 
 def _script(command: list[str], limits: Limits, isolation: str, cgroup: reaper.Cgroup, uid: int | None,
@@ -144,16 +139,20 @@ def _script(command: list[str], limits: Limits, isolation: str, cgroup: reaper.C
     return f"{join}trap '' XFSZ && exec " + " ".join(shlex.quote(a) for a in prlimit + command)
 
 
-def _readable_by_others(box: Path) -> None:
-    """rlimits as root: the box (and the folder holding it) traversable and readable, never writable,
-    by the unprivileged uid; everything in it was written by us."""
-    for d in (box.parent, box):
-        os.chmod(d, os.stat(d).st_mode | 0o011 | (0o055 if d == box else 0))
+def _readable_by_run(box: Path, uid: int) -> None:
+    """rlimits as root: the box readable, never writable, by the run's own unprivileged uid (its group, the
+    gid of the same number) and by nobody else; the folder holding it only traversable by others. So a
+    learner graded at the same time (another worker, another uid) cannot read this run's files, even knowing
+    their path from /proc/<pid>/cmdline. Everything in the box was written by us."""
+    os.chmod(box.parent, os.stat(box.parent).st_mode | 0o001)
+    os.chown(box, -1, uid)
+    os.chmod(box, 0o750)
     for root, dirs, files in os.walk(box):
         for name in dirs + files:
             path = os.path.join(root, name)
             if not os.path.islink(path):
-                os.chmod(path, (os.lstat(path).st_mode & 0o755) | (0o055 if name in dirs else 0o044))
+                os.chown(path, -1, uid)
+                os.chmod(path, 0o750 if name in dirs else 0o640)
 
 
 class _Collector:
@@ -191,12 +190,15 @@ class _Collector:
                     return
                 index, length = RESULT_HEADER.unpack(head)
                 name = f"{index:03d}.pt"
-                if index > 999 or length > self.limits.result_bytes or \
-                        self._used(name) + length > self.limits.results_total:
+                if index > 999 or length > self.limits.result_bytes:
                     return  # broken or oversized: stop reading; the child's next write fails
                 payload = self._read(length)
                 if payload is None:
                     return
+                if self._used(name) + length > self.limits.results_total:  # kept off the disk, said so
+                    (self.out / f"{index:03d}{OVER_TOTAL}").touch()
+                    (self.out / name).unlink(missing_ok=True)
+                    continue
                 tmp = self.out / f".{name}.part"
                 tmp.write_bytes(payload)
                 tmp.replace(self.out / name)
@@ -243,7 +245,7 @@ def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path,
         command = [a.replace("/sandbox", str(box)) if a.startswith("/sandbox") else a for a in argv]
         uid = procs.sandbox_uid()
         if uid is not None:
-            _readable_by_others(box)
+            _readable_by_run(box, uid)
     cgroup = new_cgroup(limits)
     token_var, token = reaper.new_token()
     env = environment(isolation, box, token_var, token)
@@ -253,25 +255,28 @@ def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path,
     # redirection, since dash's `exec 3>&N` refuses an N of two digits (a grader with many files open).
     env[RESULT_FD_VAR] = str(write_end)
     collector = _Collector(read_end, box / "out", limits)
+    output = OutputPipe(limits.output_keep)
     timed_out = False
     try:
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(["/bin/sh", "-c", _script(command, limits, isolation, cgroup, uid)],
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=box,
-                                    env=env, start_new_session=True, close_fds=True, pass_fds=(write_end,))
-            os.close(write_end)
-            write_end = -1
-            try:
-                timed_out = _wait(proc, limits.wall_s, watchdog)
-            finally:
-                reaper.kill_tree(proc.pid)
-                proc.wait()
+        proc = subprocess.Popen(["/bin/sh", "-c", _script(command, limits, isolation, cgroup, uid)],
+                                stdin=subprocess.DEVNULL, stdout=output.write_end, stderr=subprocess.STDOUT,
+                                cwd=box, env=env, start_new_session=True, close_fds=True, pass_fds=(write_end,))
+        os.close(write_end)
+        write_end = -1
+        output.handed_over()
+        try:
+            timed_out = _wait(proc, limits.wall_s, watchdog)
+        finally:
+            reaper.kill_tree(proc.pid)
+            proc.wait()
         cgroup.kill_all()
         reaper.kill_token(token)
+        if uid is not None:
+            reaper.kill_uid(uid)  # whatever the run's uid still runs: a daemon that left tree, cgroup and token
         cgroup.remove()
     finally:
         if write_end >= 0:
             os.close(write_end)
         collector.finish()
-    _cap_log(log, limits.output_keep)
+        output.finish(log)
     return RunResult(None if timed_out else proc.returncode, timed_out)

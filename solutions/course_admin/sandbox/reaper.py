@@ -170,16 +170,52 @@ def kill_token(token: str) -> int:
     return kill_all(lambda: _token_pids(token) - {os.getpid()})
 
 
+
+def _uid_pids(uid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                with open(entry / "status", "rb") as fh:
+                    line = next((x for x in fh if x.startswith(b"Uid:")), b"")
+                if any(int(u) == uid for u in line.split()[1:]):
+                    found.add(int(entry.name))
+            except (OSError, ValueError):
+                pass
+    return found
+
+
+def kill_uid(uid: int) -> int:
+    """Kill every process running as ``uid`` (real, effective, saved or file-system uid): the rlimits
+    fallback's uid of its own as root (procs.sandbox_uid), which nothing but this grading process's runs
+    use, so that a daemon which left the tree, the cgroup (where there is none) and its token (a new
+    environment through exec) still ends with its run."""
+    if uid == 0 or uid == os.getuid():
+        raise ValueError(f"kill_uid({uid}) would kill the grader's own processes")
+    return kill_all(lambda: _uid_pids(uid))
+
+CPU_PERIOD_US = 100_000
+CONTROLLERS = ("pids", "memory", "cpu")
+
+
 class Cgroup:
-    """A throwaway cgroup (v1 pids + memory) for one run; all no-ops when not writable."""
+    """A throwaway cgroup (v1 pids, memory and cpu) for one run; each controller a no-op when not writable.
+    ``cpus``: the CPU time its processes may use together per second of wall time (the cpu controller's
+    quota), whatever number of processes they are; cgroups of the same parent also share the CPUs by
+    equal weight, so one run's many processes cannot crowd out another worker's run."""
 
     PREFIX = "course_grade_"
 
-    def __init__(self, max_processes: int, memory_bytes: int) -> None:
+    def __init__(self, max_processes: int, memory_bytes: int, cpus: float | None = None) -> None:
         self.dirs: list[Path] = []
         name = f"{self.PREFIX}{os.getpid()}_{uuid.uuid4().hex[:8]}"
+        quota = {} if cpus is None else {"cpu.cfs_period_us": str(CPU_PERIOD_US),
+                                         "cpu.cfs_quota_us": str(max(1000, int(cpus * CPU_PERIOD_US)))}
         for controller, settings in (("pids", {"pids.max": str(max_processes)}),
-                                     ("memory", {"memory.limit_in_bytes": str(memory_bytes)})):
+                                     ("memory", {"memory.limit_in_bytes": str(memory_bytes)}),
+                                     ("cpu", quota)):
+            if not settings:
+                continue
             base = CGROUP_ROOT / controller
             if (base / "cgroup.procs").is_file():
                 self._make(base / name, settings)
@@ -221,7 +257,7 @@ class Cgroup:
     def sweep_stale(cls) -> int:
         """Kill and remove the cgroups of a grading process that is gone."""
         killed = 0
-        for controller in ("pids", "memory"):
+        for controller in CONTROLLERS:
             try:
                 entries = list((CGROUP_ROOT / controller).glob(cls.PREFIX + "*"))
             except OSError:

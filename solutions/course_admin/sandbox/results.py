@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-RESULT_MAX_BYTES = 16 * 1024**2   # = cold.Limits.result_bytes: one frame on disk, and all it declares
+RESULT_MAX_BYTES = 4 * 1024**2    # = cold.Limits.result_bytes: one frame on disk, and all it declares
 PICKLE_MAX_BYTES = 1024**2        # a record's pickle: a few keys and a message of 600 characters
 MAX_MEMBERS = 1024
 MAX_NUMEL = RESULT_MAX_BYTES      # elements of every tensor of one frame together

@@ -7,7 +7,7 @@ per run) stays for the rlimits fallback and behind ``COURSE_GRADE_WARM=0``.
 
 What a learner's run gets is what cold.run gives under bwrap: the same namespaces, read-only root,
 64 MiB /tmp, rlimits (set by the zygote in the child), the cgroup (one for the sandbox's life), the
-result pipe and a log of its own; and more, since the sandbox outlives the run: the zygote is the
+result pipe and an output pipe of its own (output.py: nothing it prints lands on the disk uncapped); and more, since the sandbox outlives the run: the zygote is the
 sandbox's pid 1 (bubblewrap's ``--as-pid-1``), undumpable, and each child takes user, network and IPC
 namespaces of its own and loads the seccomp filter (confine.py) before any learner code. So no run can
 reach the zygote, pid 1 or a later run. The sandbox never starts without the filter: where none can be
@@ -40,6 +40,7 @@ from multiprocessing import util
 from pathlib import Path
 
 from . import cold, confine, procs, reaper
+from .output import OutputPipe
 
 SWITCH = "COURSE_GRADE_WARM"
 HERE = Path(__file__).resolve().parent
@@ -103,7 +104,8 @@ class WarmSandbox:
 
     @staticmethod
     def _key(limits: cold.Limits) -> tuple:
-        return limits.memory_bytes, limits.max_processes, limits.tmp_bytes, limits.file_bytes, limits.open_files
+        return (limits.memory_bytes, limits.max_processes, limits.tmp_bytes, limits.file_bytes, limits.open_files,
+                limits.cpus)
 
     def stop(self) -> None:
         """Kill the whole sandbox from outside: its process tree, its cgroup, its token."""
@@ -156,10 +158,10 @@ class WarmSandbox:
                    "limits": {"as": limits.memory_bytes, "fsize": limits.file_bytes, "nofile": limits.open_files,
                               "cpu": cold.cpu_limit(limits), "core": 0}}
         (box / "out").mkdir(exist_ok=True)
+        log.write_bytes(b"")
         ended = self._attempt(request, box, limits, log, watchdog)
         if ended.get("unstarted"):  # the zygote died between runs: none of this run's code ran; once more
             ended = self._attempt(request, box, limits, log, watchdog)
-        cold._cap_log(log, limits.output_keep)
         if ended.get("left"):
             with open(log, "ab") as fh:
                 fh.write(f"\n[warm sandbox thrown away: {ended['left']}]\n".encode())
@@ -180,15 +182,16 @@ class WarmSandbox:
             self._start(limits)
         read_end, write_end = os.pipe()
         collector = cold._Collector(read_end, box / "out", limits)
+        output = OutputPipe(limits.output_keep)
         ended: dict = {}
         try:
-            with open(log, "wb") as out:
-                try:
-                    socket.send_fds(self.sock, [json.dumps(request).encode()], [write_end, out.fileno()])
-                except OSError:
-                    ended = {"unstarted": True}
+            try:
+                socket.send_fds(self.sock, [json.dumps(request).encode()], [write_end, output.write_end])
+            except OSError:
+                ended = {"unstarted": True}
             os.close(write_end)
             write_end = -1
+            output.handed_over()
             if not ended:
                 started = self._receive(30.0)
                 pid = self.proc.pid
@@ -205,6 +208,9 @@ class WarmSandbox:
             if "returncode" not in ended or ended.get("left"):
                 self.stop()  # timed out, died, said something odd, or left what it could not sweep
             collector.finish()
+            kept = output.finish()
+            with open(log, "ab") as fh:  # an attempt's output after the one before (a run handed over twice)
+                fh.write(kept)
         return ended
 
 
