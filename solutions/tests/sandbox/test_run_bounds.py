@@ -99,7 +99,7 @@ def small_disk(tmp_path_factory):
         pytest.skip("a small scratch disk needs root and mount namespaces (unshare --mount)")
     root = tmp_path_factory.mktemp("small_disk")
     learners = {name: {"files": {"course_lib/__init__.py": "", "course_lib/attention.py": text}}
-                for name, text in {"correct_a": plant.REFERENCE, "hog": plant._prefix(HOG),
+                for name, text in {"correct_a": plant.REFERENCE, "hog": plant.REFERENCE + HOG,
                                    "correct_b": plant.REFERENCE}.items()}
     subs = plant.write(learners, root / "subs")
     disk, peak = root / "disk", root / "peak"
@@ -140,6 +140,7 @@ def test_a_hog_takes_only_what_the_limits_bound_and_leaves_the_disk_as_it_was(sm
     bound = 2 * (limits.results_total + 2 * limits.output_keep) + 32 * MIB  # two runs at once, and our own files
     grew = small_disk["peak"] - small_disk["base"]
     print(f"scratch disk: {grew / MIB:.1f} MiB at the peak, bound {bound / MIB:.0f} MiB, disk {DISK_MIB} MiB")
+    assert bound <= DISK_MIB * MIB // 2, f"the limits let two runs take {bound / MIB:.0f} MiB: not a small disk's"
     assert grew <= bound, f"the runs took {grew / MIB:.0f} MiB of the scratch disk (bound {bound / MIB:.0f} MiB)"
     assert abs(small_disk["after"] - small_disk["base"]) <= MIB, "grading left files on the scratch disk"
 
