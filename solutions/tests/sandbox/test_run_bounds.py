@@ -2,7 +2,7 @@
 
 * the disk: a hog that floods its output (100 MiB), tries ``fallocate(FALLOC_FL_KEEP_SIZE)`` on it, and
   floods the result pipe with frames (300 MiB), graded with ``--jobs 2`` beside two correct learners on a
-  small scratch disk (a 256 MiB tmpfs as TMPDIR, in a mount namespace of the test's own), takes at most what
+  small scratch disk (a 384 MiB tmpfs as TMPDIR, in a mount namespace of the test's own), takes at most what
   cold.Limits bounds (``results_total`` and the log's head and tail, per run) and leaves the disk as it was;
   the correct learners keep full marks; what its code sees of its output is a pipe, not the grader's path.
   (Before: the log was a file in the scratch folder, up to RLIMIT_FSIZE, and a run's frames took 256 MiB.)
@@ -31,7 +31,7 @@ from ..sandbox_runs import warm_cls  # noqa: F401, F811 - the fixture
 
 REPO = LAYOUT.root
 MIB = 1 << 20
-DISK_MIB = 256
+DISK_MIB = 384
 
 HOG = '''
 def _hog():
