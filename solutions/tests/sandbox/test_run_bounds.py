@@ -92,7 +92,7 @@ def _unshare_works() -> bool:
 
 @pytest.fixture(scope="module")
 def small_disk(tmp_path_factory):
-    """The hog and two correct learners graded (ch02, --jobs 2) with TMPDIR on a 256 MiB tmpfs."""
+    """The hog and two correct learners graded (ch02, --jobs 2) with TMPDIR on a 384 MiB tmpfs."""
     from course_admin.sandbox import procs
 
     if os.geteuid() != 0 or not _unshare_works():
