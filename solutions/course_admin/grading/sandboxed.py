@@ -25,7 +25,6 @@ or sleeps forever loses them, within the limit (a sleeper at once, a loop once i
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 import tempfile
@@ -40,12 +39,14 @@ from ..records.rows import GradeRow, Options
 from ..sandbox import cold, warm
 from ..sandbox.results import ResultRefused, read_result
 from .plan import Chapter
+from .segment import Segment
 from .source_scan import submitted_source, with_source_scans
 from .verdict import GraderFailure, decode, describe_exit, judge_case, syntax_error, zero_rows
 from .watch import MAX_STARVED_RERUNS, STARVED_WALL, Watchdog, results_in, say_starved, timeout_message
 
 CHILD = warm.FILES["child.py"]  # the grading child (sandbox/child.py), copied into each box
 MAX_RESTARTS = 3
+AFTER_TIMEOUT = "not run: the time limit was reached in an earlier case"
 READY_INDEX = 999  # the child's first frame: its setup (specs, inputs) is done, no learner code has run yet
 
 
@@ -83,29 +84,6 @@ def missing_message(chapter: Chapter, missing: list[str]) -> str:
             "(run `course submit` from your course folder)")
 
 
-@dataclasses.dataclass(frozen=True)
-class Segment:
-    """One chapter's cases in a run: global result indices ``first`` .. ``end - 1``; ``base`` is the global
-    index of the chapter's case 0 (a phase runs the public or the hidden cases of a chapter, ``phase``)."""
-    chapter: Chapter
-    first: int
-    end: int
-    base: int
-
-    @classmethod
-    def whole(cls, chapter: Chapter, base: int) -> Segment:
-        return cls(chapter, base, base + len(chapter.cases), base)
-
-    def phase(self, hidden: bool) -> Segment:
-        """The chapter's public cases (they come first) or its hidden ones, as a segment of their own."""
-        public = sum(1 for g in self.chapter.cases if not g.hidden)
-        first, end = (self.base + public, self.end) if hidden else (self.base, self.base + public)
-        return Segment(self.chapter, first, end, self.base)
-
-    def graded(self) -> list:
-        return [g for g in self.chapter.cases if self.first <= self.base + g.index < self.end]
-
-
 def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, work: Path,
                      substitute: list[str] = ()) -> dict[str, list[GradeRow]]:
     """Every case of each of ``chapters`` on one snapshot of the learner's files, judged; never raises for
@@ -136,7 +114,7 @@ def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, wor
         for hidden in (False, True):  # hidden inputs reach the box once every public result is in
             phase = [p for p in (seg.phase(hidden) for seg in segments) if p.first < p.end]
             for p in [p for p in phase if hidden and p.chapter.number in timed_out]:
-                _rest(failures, p.first, p.end, "not run: the time limit was reached in an earlier case")
+                _rest(failures, p.first, p.end, AFTER_TIMEOUT)
             phase = [p for p in phase if not (hidden and p.chapter.number in timed_out)]
             if phase:
                 _write_job(box, phase, opts, hidden)
@@ -229,7 +207,7 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path,
                     start = gap
                     continue
             messages[gap] = GraderFailure(timeout_message(budget, stop, reruns[number]))
-            _rest(messages, gap + 1, seg.end, "not run: the time limit was reached in an earlier case")
+            _rest(messages, gap + 1, seg.end, AFTER_TIMEOUT)
             if timed_out is not None:
                 timed_out.add(number)
             start = seg.end

@@ -9,10 +9,11 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from ..sandbox.cold import OVER_TOTAL
 from ..sandbox.reaper import Usage
+from .segment import Segment
 
 MAX_STARVED_RERUNS = 2
 STARVED_WALL = (1, 4, 16)  # a chapter's wall limit in its first run and in each rerun, in multiples of its budget
@@ -30,7 +31,7 @@ def results_in(out: Path) -> set[int]:
 class Stop:
     """Why the watchdog stopped a chapter: its CPU budget used up ("cpu") or its wall limit reached with CPU
     to spare ("wall"); the wall time, CPU time and run-queue wait of the chapter up to then."""
-    segment: Any  # the sandboxed.Segment it stopped in (not imported: sandboxed imports this module)
+    segment: Segment  # the chapter it stopped in
     reason: str
     wall_s: float
     cpu_s: float
@@ -53,7 +54,7 @@ class Watchdog:
     seconds to end by itself; then it is stopped (``finished``): learner code that goes on after its last case
     (processes left spinning, an exit that never comes) holds neither the worker nor the CPUs."""
 
-    def __init__(self, out: Path, segments: list[Any], start: int, budget: float,
+    def __init__(self, out: Path, segments: list[Segment], start: int, budget: float,
                  walls: dict[str, float]) -> None:
         self.out, self.segments, self.budget, self.walls = out, [s for s in segments if s.end > start], budget, walls
         self.current, self.since, self.base, self.read = None, time.monotonic(), None, 0.0
