@@ -271,8 +271,10 @@ MISTAKES = {
                        "dropout_p and divide the others by 1 - dropout_p, e.g. torch.nn.functional.dropout(weights, "
                        "p=dropout_p), after the softmax and before multiplying by value.",
     "dropout_before_softmax": "Dropout is applied to the scores before the softmax: the softmax then turns the zeroed "
-                              "scores into weights again. Drop the weights, after the softmax (the paper drops "
-                              "attention weights, as torch.nn.MultiheadAttention does).",
+                              "scores into weights again. Drop the weights, after the softmax. (Dropping attention "
+                              "weights is what torch.nn.MultiheadAttention and the Annotated Transformer do; the "
+                              "paper's own dropout, section 5.4, acts on each sublayer's output and on the "
+                              "embedding sums only.)",
     "dropout_not_rescaled": "The weights kept by dropout are not divided by 1 - dropout_p, so the expected output "
                             "shrinks in training and differs from evaluation: use torch.nn.functional.dropout, which "
                             "rescales, or divide the kept weights by 1 - dropout_p.",
