@@ -45,9 +45,10 @@ def merge_heads_first(x: Tensor) -> Tensor:
 
 
 def module(split: Callable = ref.split_heads, merge: Callable = ref.merge_heads, scale_d_model: bool = False,
-           project_out: bool = True, shared: bool = False, dropout: str = "training") -> type:
+           project_out: bool = True, shared: bool = False, dropout: str = "training", detach: bool = True) -> type:
     """A MultiHeadAttention class with the given mistakes; ``dropout`` is when attention dropout applies:
-    "training" (right), "always" (in evaluation mode too) or "never" (not passed to the attention)."""
+    "training" (right), "always" (in evaluation mode too) or "never" (not passed to the attention); ``detach``
+    False keeps the weights with their autograd graph."""
     class Wrong(ref.MultiHeadAttention):
         def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None) -> Tensor:
             w_k, w_v = (self.w_q, self.w_q) if shared else (self.w_k, self.w_v)
@@ -57,7 +58,7 @@ def module(split: Callable = ref.split_heads, merge: Callable = ref.merge_heads,
             k, v = split(w_k(key), self.num_heads), split(w_v(value), self.num_heads)
             p = {"training": self.dropout if self.training else 0.0, "always": self.dropout, "never": 0.0}[dropout]
             heads, weights = scaled_dot_product_attention(q, k, v, mask=mask, dropout_p=p)
-            self.attn_weights = weights.detach()
+            self.attn_weights = weights.detach() if detach else weights
             merged = merge(heads)
             return self.w_o(merged) if project_out else merged
     return Wrong
@@ -76,4 +77,5 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "shared_projection": {_mha: module(shared=True)},
     "dropout_in_evaluation": {_mha: module(dropout="always")},
     "dropout_not_passed": {_mha: module(dropout="never")},
+    "weights_not_detached": {_mha: module(detach=False)},
 }

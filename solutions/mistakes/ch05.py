@@ -17,13 +17,15 @@ from course_ref import encoder as ref
 PRE, POST = "pre", "post"
 
 
-def norm_class(dim: int = -1, unbiased: bool = False, eps_outside: bool = False) -> type:
-    """A LayerNorm over axis ``dim``, with the unbiased variance when ``unbiased``, eps outside the root."""
+def norm_class(dim: int = -1, unbiased: bool = False, eps_outside: bool = False, fixed_eps: float | None = None) -> type:
+    """A LayerNorm over axis ``dim``, with the unbiased variance when ``unbiased``, eps outside the root, or a
+    constant ``fixed_eps`` whatever eps it was built with."""
     class WrongNorm(ref.LayerNorm):
         def forward(self, x: Tensor) -> Tensor:
             mean = x.mean(dim=dim, keepdim=True)
             var = x.var(dim=dim, keepdim=True, unbiased=unbiased)
-            scale = torch.sqrt(var) + self.eps if eps_outside else torch.sqrt(var + self.eps)
+            eps = self.eps if fixed_eps is None else fixed_eps
+            scale = torch.sqrt(var) + eps if eps_outside else torch.sqrt(var + eps)
             return (x - mean) / scale * self.weight + self.bias
     return WrongNorm
 
@@ -31,6 +33,13 @@ def norm_class(dim: int = -1, unbiased: bool = False, eps_outside: bool = False)
 class FFNNoReLU(ref.PositionwiseFeedForward):
     def forward(self, x: Tensor) -> Tensor:
         return self.linear2(self.dropout(self.linear1(x)))
+
+
+class FFNGELU(ref.PositionwiseFeedForward):
+    """GELU (BERT's, GPT's) in place of the paper's ReLU."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.linear2(self.dropout(torch.nn.functional.gelu(self.linear1(x))))
 
 
 class FFNDropsOutput(ref.PositionwiseFeedForward):
@@ -41,11 +50,15 @@ class FFNDropsOutput(ref.PositionwiseFeedForward):
 
 
 def layer_class(norm: type = ref.LayerNorm, ffn: type = ref.PositionwiseFeedForward, post: str = POST,
-                pre: str = PRE, pass_mask: bool = True, drop: str = "sublayers", attn_dropout: bool = True) -> type:
+                pre: str = PRE, pass_mask: bool = True, drop: str = "sublayers", attn_dropout: bool = True,
+                pre_drop: str | None = None) -> type:
     """An EncoderLayer with the given parts; ``post`` is what norm_first=False computes, ``pre`` what
     norm_first=True computes: "post", "pre", or the wrong orders "post_norm_then_add" (x + norm(f(x)))
     and "pre_from_normed" (h = norm(x); h + f(h)). ``drop``: "sublayers" (right), "none", "attention_only" or
-    "residual" (the dropout on x + f(x)); ``attn_dropout`` False builds the attention without dropout."""
+    "residual" (the dropout on x + f(x)), and ``pre_drop`` the same for norm_first=True alone (None: as ``drop``);
+    ``attn_dropout`` False builds the attention without dropout."""
+    drop_ = drop
+
     class WrongLayer(ref.EncoderLayer):
         def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.1,
                      norm_first: bool = False) -> None:
@@ -58,6 +71,7 @@ def layer_class(norm: type = ref.LayerNorm, ffn: type = ref.PositionwiseFeedForw
         def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
             mask = mask if pass_mask else None
             keep = lambda y: y  # noqa: E731
+            drop = drop_ if pre_drop is None or not self.norm_first else pre_drop
             outer = self.dropout if drop in ("sublayers", "attention_only") else keep
             attn = lambda h: outer(self.self_attn(h, h, h, mask=mask))  # noqa: E731
             ffn_ = lambda h: (self.dropout if drop == "sublayers" else keep)(self.ffn(h))  # noqa: E731
@@ -121,4 +135,8 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "dropout_after_residual": variant(drop="residual"),
     "ffn_dropout_after_output": variant(ffn=FFNDropsOutput),
     "attention_dropout_not_given": variant(attn_dropout=False),
+    "pre_ln_sublayer_dropout_missing": variant(pre_drop="none"),
+    "pre_ln_ffn_sublayer_dropout_missing": variant(pre_drop="attention_only"),
+    "ffn_gelu": variant(ffn=FFNGELU),
+    "eps_ignored": variant(norm=norm_class(fixed_eps=1e-5)),
 }

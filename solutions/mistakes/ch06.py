@@ -45,9 +45,11 @@ def target_class(padding: Callable = ref_masks.padding_mask, causal: Callable = 
 
 
 def layer_class(self_mask: bool = True, pass_memory_mask: bool = True, q_from_memory: bool = False,
-                drop_cross: bool = True) -> type:
+                drop_cross: bool = True, pre_drop: str = "all") -> type:
     """A DecoderLayer that drops the self-attention mask, the memory mask, or takes the cross-attention's
-    queries from memory (and keys and values from the decoder)."""
+    queries from memory (and keys and values from the decoder); ``drop_cross`` False leaves out the
+    cross-attention sublayer's dropout, and with norm_first=True ``pre_drop`` "none" every sublayer's dropout,
+    "no_cross" the cross-attention's alone."""
     class WrongLayer(ref.DecoderLayer):
         def forward(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
                     memory_mask: Tensor | None = None) -> Tensor:
@@ -63,10 +65,12 @@ def layer_class(self_mask: bool = True, pass_memory_mask: bool = True, q_from_me
                 return self.dropout(y) if drop_cross else y
 
             if self.norm_first:
+                keep = (lambda y: y) if pre_drop == "none" else self.dropout
+                cross_drop = (lambda y: y) if pre_drop in ("none", "no_cross") else drop
                 h = self.norm1(x)
-                x = x + self.dropout(self.self_attn(h, h, h, mask=tgt))
-                x = x + drop(cross(self.norm2(x)))
-                return x + self.dropout(self.ffn(self.norm3(x)))
+                x = x + keep(self.self_attn(h, h, h, mask=tgt))
+                x = x + cross_drop(cross(self.norm2(x)))
+                return x + keep(self.ffn(self.norm3(x)))
             x = self.norm1(x + self.dropout(self.self_attn(x, x, x, mask=tgt)))
             x = self.norm2(x + drop(cross(x)))
             return self.norm3(x + self.dropout(self.ffn(x)))
@@ -129,5 +133,7 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "causal_one_ahead": masks_variant(causal=causal_one_ahead),
     "padding_mask_inverted": masks_variant(padding=padding_inverted),
     "decoder_sublayer_dropout_missing": layer_variant(drop_cross=False),
+    "decoder_pre_ln_dropout_missing": layer_variant(pre_drop="none"),
+    "decoder_pre_ln_cross_dropout_missing": layer_variant(pre_drop="no_cross"),
     "generator_tied_to_src": {"transformer.Transformer": transformer_class(tie_src=True)},
 }

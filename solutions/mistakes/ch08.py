@@ -60,7 +60,10 @@ class PreLNEncoder(ref_encoder.Encoder):
 
 
 def classifier_class(pool: Callable[[Tensor, Tensor], Tensor] = ref.masked_mean, pass_mask: bool = True,
-                     scale: bool = True, use_mask_argument: bool = True, pre_ln: bool = False) -> type:
+                     scale: bool = True, use_mask_argument: bool = True, pre_ln: bool = False,
+                     padding_id: int | None = None) -> type:
+    """A TransformerClassifier with the given mistakes; ``padding_id`` a constant that marks padding whatever
+    pad_id the model is built with (None: its pad_id)."""
     class WrongClassifier(ref.TransformerClassifier):
         def __init__(self, vocab_size: int, d_model: int, num_heads: int, d_ff: int, num_layers: int,
                      num_classes: int = 2, dropout: float = 0.1, max_len: int = 512, pad_id: int = 0,
@@ -70,16 +73,19 @@ def classifier_class(pool: Callable[[Tensor, Tensor], Tensor] = ref.masked_mean,
             if pre_ln:
                 self.encoder = PreLNEncoder(num_layers, d_model, num_heads, d_ff, dropout, norm_first)
 
+        def padding(self, tokens: Tensor) -> Tensor:
+            return tokens != (self.pad_id if padding_id is None else padding_id)  # (batch, seq)
+
         def encode(self, tokens: Tensor, mask: Tensor | None = None) -> Tensor:
             if mask is None:
-                mask = tokens != self.pad_id
+                mask = self.padding(tokens)
             embedded = self.embed(tokens) if scale else self.embed.embedding(tokens)  # the latter unscaled
             x = self.positional(embedded)
             return self.encoder(x, mask=mask[:, None, None, :] if pass_mask else None)
 
         def forward(self, tokens: Tensor, mask: Tensor | None = None) -> Tensor:
             if mask is None or not use_mask_argument:
-                mask = tokens != self.pad_id
+                mask = self.padding(tokens)
             return self.head(pool(self.encode(tokens, mask), mask))
     return WrongClassifier
 
@@ -100,4 +106,5 @@ VARIANTS: dict[str, dict[str, Callable]] = {
     "first_token_pooling": variant(pool=first_token),
     "mask_argument_ignored": variant(use_mask_argument=False),
     "pre_ln_without_final_norm": variant(pre_ln=True),
+    "pad_id_ignored": variant(padding_id=0),
 }

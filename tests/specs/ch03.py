@@ -118,6 +118,19 @@ def kept_weights(impl, inputs: dict[str, Tensor]) -> Outputs:
     return {"weights": weights}
 
 
+def weights_detached(impl, inputs: dict[str, Tensor]) -> Outputs:
+    """Whether the weights kept after a call with autograd on still carry the graph (1.0) or not (0.0), and the
+    weights themselves: a 0-d float64 tensor beside the (batch, heads, seq_q, seq_k) map."""
+    module = build(impl, inputs)
+    _attend(module, inputs)  # the parameters require grad: weights computed from them have a graph
+    weights = getattr(module, "attn_weights", None)
+    if not isinstance(weights, Tensor):
+        raise CheckFailure("after a call, self.attn_weights must hold the attention weights "
+                           "(batch, heads, seq_q, seq_k) of that call")
+    graph = weights.requires_grad or weights.grad_fn is not None
+    return {"weights": weights.detach(), "weights_have_a_graph": torch.tensor(float(graph), dtype=torch.float64)}
+
+
 def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
     """Backpropagate a fixed random weighting of the output to the inputs and to every parameter."""
     g = torch.Generator().manual_seed(7)
@@ -190,6 +203,7 @@ def indivisible(impl, inputs: dict[str, Tensor]) -> Outputs:
 
 
 PROBES = {"split": split, "merge": merge, "roundtrip": roundtrip, "forward": forward, "weights": kept_weights,
+          "detached": weights_detached,
           "gradients": gradients, "dropout": dropout, "indivisible": indivisible}
 DROPOUT = {"relation": dropout_on_heads, "free": ("training_output", "training_weights")}
 
@@ -198,7 +212,7 @@ def with_dropout(seed: int, p: float = 0.3, **sizes: int) -> dict[str, Tensor]:
     """``attention_inputs`` without a mask (every weight > 0) and the dropout probability."""
     return {**attention_inputs(seed, **sizes), "dropout": torch.tensor(p, dtype=torch.float64)}
 
-# ---------------------------------------------------------------- the public cases (11.5 points)
+# ---------------------------------------------------------------- the public cases (12 points)
 # PyTorch's ready-made counterparts of this chapter's component (fnmatch patterns on the parts of a name);
 # your own chapter 02 function (from .attention import ...) is not one of them.
 READY_MADE = {"multihead.py": ["MultiheadAttention", "multi_head_attention_forward", "scaled_dot_product_attention",
@@ -228,6 +242,10 @@ CASES = [
     Case("attention weights kept", 0.5, "weights", lambda s: attention_inputs(s, seq_q=3, seq_k=5, mask="padding"),
          seed=308, about="self.attn_weights is (batch, heads, seq_q, seq_k) after a call",
          hint="self.attn_weights must hold the weights returned by your attention, one map per head."),
+    Case("attention weights kept without their graph", 0.5, "detached",
+         lambda s: attention_inputs(s, seq_q=4, seq_k=6, mask="causal"), seed=313,
+         about="after a call with autograd on, self.attn_weights holds the weights detached: "
+               "weights_have_a_graph is 0 (no requires_grad, no grad_fn)"),
     Case("gradients reach inputs and parameters", 1.0, "gradients", lambda s: attention_inputs(s, mask="causal"),
          seed=309, about="backward to query, key, value and every weight and bias"),
     Case("float64 in, float64 out", 0.5, "forward", lambda s: attention_inputs(s, dtype=torch.float64), seed=310,
@@ -265,6 +283,9 @@ MISTAKES = {
                              "self.training, and 0.0 otherwise (model.eval() must make the output deterministic).",
     "dropout_not_passed": "The module's dropout never reaches the attention: call scaled_dot_product_attention(..., "
                           "dropout_p=self.dropout if self.training else 0.0).",
+    "weights_not_detached": "self.attn_weights keeps the weights with their autograd graph (requires_grad, a grad_fn): "
+                            "it is kept for plots only, so store a detached copy (.detach()), which holds no memory "
+                            "of the backward pass and cannot be backpropagated through by accident.",
     "shared_projection": "Query, key and value go through the same projection: use self.w_q for the query, self.w_k "
                          "for the key and self.w_v for the value.",
 }

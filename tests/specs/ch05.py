@@ -174,7 +174,7 @@ def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
 PROBES = {"norm": norm, "norm_init": norm_init, "ffn": ffn, "forward": forward, "gradients": gradients,
           "training": training, "defaults": defaults}
 
-# ---------------------------------------------------------------- the public cases (14 points)
+# ---------------------------------------------------------------- the public cases (15 points)
 # PyTorch's ready-made counterparts of this chapter's components (fnmatch patterns on the parts of a name);
 # your own chapter 03 MultiHeadAttention (from .multihead import ...) is not one of them.
 READY_MADE = {"encoder.py": ["LayerNorm", "layer_norm", "native_layer_norm", "Transformer*", "MultiheadAttention",
@@ -224,6 +224,10 @@ CASES = [
          about="dropout 0.3 on each sublayer's output before its residual sum and inside the FFN, and given to "
                "the self-attention (its own dropout is chapter 03's: set to 0 here, then a seeded training pass "
                "is compared with the reference's); none in evaluation mode"),
+    Case("encoder layer dropout, Pre-LN, training mode only", 1.0, "training",
+         lambda s: {**layer_inputs(s, batch=3, seq=6, norm_first=True, mask=True), "dropout": torch.tensor(0.3)},
+         seed=517, about="norm_first=True: dropout 0.3 on each sublayer's output before its residual sum and inside "
+                         "the FFN, as in Post-LN (seeded, the attention's own set to 0); none in evaluation mode"),
     Case("defaults: dropout 0.1, Post-LN", 0.5, "defaults", lambda s: layer_inputs(s), seed=516,
          about="PositionwiseFeedForward, EncoderLayer and Encoder built with their defaults"),
     ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made layer norm, encoder layer or attention "
@@ -266,6 +270,16 @@ MISTAKES = {
     "attention_dropout_not_given": "The self-attention is built without the layer's dropout: "
                                    "MultiHeadAttention(d_model, num_heads, dropout), so that attention weights are "
                                    "dropped in training too.",
+    "pre_ln_sublayer_dropout_missing": "With norm_first=True the sublayers' outputs are not dropped in training mode "
+                                       "(the Post-LN branch drops them): Pre-LN drops each sublayer's output before "
+                                       "its residual sum too, x + self.dropout(attn(norm1(x))), then "
+                                       "x + self.dropout(ffn(norm2(x))).",
+    "pre_ln_ffn_sublayer_dropout_missing": "With norm_first=True the feed-forward sublayer's output is not dropped "
+                                           "(the attention's is): in Pre-LN too it is x + self.dropout(ffn(norm2(x))).",
+    "ffn_gelu": "The feed-forward network uses GELU (as BERT and GPT do): the paper's position-wise network, and "
+                "the contract's, has a ReLU between linear1 and linear2, max(0, x W1 + b1) W2 + b2.",
+    "eps_ignored": "LayerNorm ignores the eps it is built with (a fixed 1e-5, or none): keep the eps argument, "
+                   "self.eps = eps, and add that eps to the variance under the square root.",
     "pre_ln_no_final_norm": "The Pre-LN encoder does not apply its final norm: after the last layer, return "
                             "self.norm(x) when norm_first=True (Post-LN layers already end with a norm).",
 }

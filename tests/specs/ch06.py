@@ -175,7 +175,7 @@ PROBES = {"padding": padding, "causal": causal, "target": target, "decoder": dec
           "training": decoder_training, "gradients": decoder_gradients, "model": model_forward, "future": future_leak,
           "config": model_config}
 
-# ---------------------------------------------------------------- the public cases (17 points)
+# ---------------------------------------------------------------- the public cases (18 points)
 # PyTorch's ready-made counterparts of this chapter's components (fnmatch patterns on the parts of a name).
 # masks.py may use anything (torch.tril, nn.Transformer.generate_square_subsequent_mask): that is how a
 # mask is made. Your own earlier chapters (from .encoder import ...) are not ready-mades.
@@ -257,6 +257,11 @@ CASES = [
          about="dropout 0.3 on each of the three sublayers' outputs before its residual sum, and given to both "
                "attentions (theirs set to 0, then a seeded training pass: the reference's values); none in "
                "evaluation mode"),
+    Case("decoder layer dropout, Pre-LN, training mode only", 1.0, "training",
+         lambda s: {**decoder_inputs(s, batch=3, tgt_seq=6, norm_first=True, tgt_mask="target", memory_mask=True),
+                    "dropout": torch.tensor(0.3)}, seed=618, hint_if_raises=CROSS_HINT,
+         about="norm_first=True: dropout 0.3 on each of the three sublayers' outputs before its residual sum, as in "
+               "Post-LN (seeded, the attentions' own set to 0); none in evaluation mode"),
     ready_made_case(READY_MADE, 0.5, about="no PyTorch ready-made decoder, transformer, attention or layer norm "
                                            "(read from the source, not run); masks.py may use torch.tril"),
 ]
@@ -277,6 +282,12 @@ MISTAKES = {
                              "may be attended to; padding is False.",
     "decoder_sublayer_dropout_missing": "The cross-attention sublayer's output is not dropped: each of the three "
                                         "sublayers is x + self.dropout(sublayer(...)) (norm3 for the FFN).",
+    "decoder_pre_ln_dropout_missing": "With norm_first=True no sublayer's output is dropped in training mode (the "
+                                      "Post-LN branch drops them): in Pre-LN too, each of the three is "
+                                      "x + self.dropout(sublayer(norm(x))), with norm1, norm2 and norm3 in turn.",
+    "decoder_pre_ln_cross_dropout_missing": "With norm_first=True the cross-attention sublayer's output is not "
+                                            "dropped (the self-attention's and the FFN's are): in Pre-LN too it is "
+                                            "x + self.dropout(cross_attn(norm2(x), memory, memory, ...)).",
     "generator_tied_to_src": "The generator is tied to the source embedding: it predicts target tokens, so its "
                              "weight is the target embedding's, tgt_embed.embedding.weight (they differ when the "
                              "vocabularies differ).",

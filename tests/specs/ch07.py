@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from course_lib.provided.chapters import load_spec
+from course_lib.provided.chapters import load_spec, load_spec_part
 from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
 
 CHAPTER = "07"
@@ -23,92 +23,13 @@ MODULES = ["seq2seq.py"]  # the learner's file this chapter grades
 REQUIRES = ["06"]  # masks and the Transformer (06, on 05, 04, 03 and 02)
 
 _ch06 = load_spec("06")  # chapter 06's small Transformer: its inputs and its builder (weights loaded by name)
-PAD, BOS, EOS = 0, 1, 2  # the ids of most cases
 
 
-# ---------------------------------------------------------------- inputs (deterministic by seed)
-def _targets(g: torch.Generator, batch: int, seq: int, vocab: int, bos: int, eos: int, pad: int) -> Tensor:
-    """Targets (batch, seq): row b holds seq - (2 b) % seq tokens (at least 1), the last of them EOS, then
-    padding; the other tokens avoid pad, bos and eos. Row 0 is full (its EOS in the last position)."""
-    special = torch.tensor([pad, bos, eos])
-    words = torch.tensor([t for t in range(vocab) if t not in special.tolist()])     # (vocab - 3,)
-    ids = words[torch.randint(0, len(words), (batch, seq), generator=g)]             # (batch, seq)
-    lengths = (seq - (2 * torch.arange(batch)) % seq).clamp(min=1)                   # (batch,) seq, seq - 2, ...
-    pos = torch.arange(seq)[None, :]                                                 # (1, seq)
-    ids = torch.where(pos == lengths[:, None] - 1, torch.full_like(ids, eos), ids)   # EOS ends each row
-    return torch.where(pos < lengths[:, None], ids, torch.full_like(ids, pad))       # (batch, seq)
-
-
-def shift_inputs(seed: int, batch: int = 3, seq: int = 6, vocab: int = 10, bos: int = BOS, eos: int = EOS,
-                 pad: int = PAD) -> dict[str, Tensor]:
-    """tgt (batch, seq) padded targets, and the ids bos_id, pad_id."""
-    g = torch.Generator().manual_seed(seed)
-    return {"tgt": _targets(g, batch, seq, vocab, bos, eos, pad), "bos_id": torch.tensor(bos),
-            "pad_id": torch.tensor(pad)}
-
-
-def loss_inputs(seed: int, batch: int = 3, seq: int = 6, vocab: int = 11, pad: int = PAD, smoothing: float = 0.1,
-                padding_rows: int = 0, dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
-    """logits (batch, seq, vocab) ~ 2 N(0, 1), target (batch, seq) padded (its last ``padding_rows`` rows all
-    padding; all of them when padding_rows >= batch, and then ``target_with_labels``, the target before its
-    rows were padded, whose loss shows that a loss of 0 is computed, not constant), vocab_size, pad_id,
-    smoothing."""
-    g = torch.Generator().manual_seed(seed)
-    logits = 2 * torch.randn(batch, seq, vocab, generator=g, dtype=dtype)               # (batch, seq, vocab)
-    target = _targets(g, batch, seq, vocab, (pad + 1) % vocab, (pad + 2) % vocab, pad)  # (batch, seq)
-    inputs = {"logits": logits, "target": target.clone(), "vocab_size": torch.tensor(vocab),
-              "pad_id": torch.tensor(pad), "smoothing": torch.tensor(smoothing, dtype=torch.float64)}
-    if padding_rows:
-        inputs["target"][batch - min(padding_rows, batch):] = pad
-    if padding_rows >= batch:
-        inputs["target_with_labels"] = target
-    return inputs
-
-
-def label_inputs(seed: int, shape: tuple[int, ...], batch: int = 4, seq: int = 6, vocab: int = 11,
-                 pad: int = PAD) -> dict[str, Tensor]:
-    """``loss_inputs``' padded target (batch, seq) reshaped to ``shape``, without logits: target_distribution
-    takes labels of any shape (...)."""
-    inputs = loss_inputs(seed, batch=batch, seq=seq, vocab=vocab, pad=pad)
-    del inputs["logits"]
-    return {**inputs, "target": inputs["target"].reshape(shape)}                       # shape
-
-
-def schedule_inputs(seed: int, d_model: int = 512, warmup: int = 4000, steps: tuple[int, ...] = (
-        0, 1, 2, 99, 1999, 3998, 3999, 4000, 9999, 99999)) -> dict[str, Tensor]:
-    """The steps (counted from 0, as the harness counts them) at which to read the schedule."""
-    return {"steps": torch.tensor(steps), "d_model": torch.tensor(d_model), "warmup": torch.tensor(warmup)}
-
-
-def successor_inputs(seed: int, batch: int = 3, vocab: int = 12, lengths: tuple[int, ...] = (4, 1, 6),
-                     max_len: int = 9) -> dict[str, Tensor]:
-    """src (batch, vocab): a successor table per sequence, src[b, v] = the token after v (see SuccessorModel).
-
-    From BOS, row b's chain visits lengths[b] - 1 distinct ordinary tokens, then EOS (lengths[b] tokens in
-    all, EOS included); after EOS it goes on with ordinary tokens. A length of 0 makes a row that never
-    reaches EOS. Ordinary tokens are 3 .. vocab - 1 (pad 0, bos 1, eos 2)."""
-    g = torch.Generator().manual_seed(seed)
-    src = torch.randint(3, vocab, (batch, vocab), generator=g)              # (batch, vocab) never EOS
-    for b, length in enumerate(lengths):
-        if length:
-            path = (3 + torch.randperm(vocab - 3, generator=g))[:length - 1].tolist()
-            chain = [BOS, *path, EOS]
-            for here, there in zip(chain, chain[1:]):
-                src[b, here] = there
-    return {"src": src, "max_len": torch.tensor(max_len), "bos_id": torch.tensor(BOS), "eos_id": torch.tensor(EOS),
-            "pad_id": torch.tensor(PAD)}
-
-
-def model_inputs(seed: int, batch: int = 3, src_seq: int = 7, tgt_seq: int = 6, vocab: int = 13, max_len: int = 6,
-                 norm_first: bool = False, dtype: torch.dtype = torch.float32) -> dict[str, Tensor]:
-    """A small chapter 06 Transformer's weights (vocab for both sides), src (batch, src_seq) padded, and a
-    target tgt (batch, tgt_seq) that ends with EOS then padding (pad 0, bos 1, eos 2)."""
-    inputs = _ch06.model_inputs(seed, batch=batch, src_seq=src_seq, tgt_seq=tgt_seq, src_vocab=vocab,
-                                tgt_vocab=vocab, pad_id=PAD, norm_first=norm_first, dtype=dtype)
-    g = torch.Generator().manual_seed(seed + 1)
-    inputs["tgt"] = _targets(g, batch, tgt_seq, vocab, BOS, EOS, PAD)
-    inputs.update({"max_len": torch.tensor(max_len), "bos_id": torch.tensor(BOS), "eos_id": torch.tensor(EOS)})
-    return inputs
+# ---------------------------------------------------------------- inputs (deterministic by seed): ch07_inputs.py
+_inputs = load_spec_part("07", "inputs")
+shift_inputs, loss_inputs, label_inputs = _inputs.shift_inputs, _inputs.loss_inputs, _inputs.label_inputs
+schedule_inputs, successor_inputs, model_inputs = _inputs.schedule_inputs, _inputs.successor_inputs, _inputs.model_inputs
+_targets, PAD, BOS, EOS = _inputs._targets, _inputs.PAD, _inputs.BOS, _inputs.EOS  # pad 0, bos 1, eos 2
 
 
 class SuccessorModel(nn.Module):
@@ -329,12 +250,28 @@ MISTAKES = {
                                    "cross-entropy -sum q log p: the two differ by the entropy of q (the same "
                                    "gradients, another value). Return -(q * log_softmax(logits)).sum(-1), averaged "
                                    "over the real labels.",
+    "smoothing_over_v_minus_2": "The smoothed target puts 1 - eps on the label and eps / (V - 2) on every other token but "
+                                "padding (The Annotated Transformer's count): here eps is spread uniformly over the "
+                                "V - 1 tokens that can occur, the label among them, so the label gets "
+                                "1 - eps + eps / (V - 1) and each other token but padding eps / (V - 1).",
+    "schedule_step_clamped": "The schedule takes max(step, 1) as the paper's step number: steps 0 and 1 get the same "
+                             "rate and every later step is read one step early. The harness counts from 0 and the "
+                             "paper from 1, so the paper's number of harness step k is k + 1, at every step.",
     "decode_stops_at_first_eos": "Decoding stops as soon as one sequence (the first) produces EOS: the others are "
                                  "cut short. Keep a flag per sequence and stop when every sequence has its EOS, or at "
                                  "max_len.",
     "decode_ignores_eos": "Decoding goes on after EOS: a sequence is finished at its first EOS; after it, append "
                           "pad_id, and stop the loop once every sequence has its EOS (or at max_len).",
 }
+
+# Two loss mistakes at once (a mistake is matched one at a time): each pair has a message of its own, naming both.
+_PAIRS = {"kl_and_smoothing_on_padding": ("kl_instead_of_cross_entropy", "smoothing_on_padding"),
+          "kl_and_padding_counted": ("kl_instead_of_cross_entropy", "padding_counted"),
+          "kl_and_smoothing_over_v_minus_2": ("kl_instead_of_cross_entropy", "smoothing_over_v_minus_2"),
+          "smoothing_on_padding_and_padding_counted": ("smoothing_on_padding", "padding_counted"),
+          "smoothing_over_v_minus_2_and_padding_counted": ("smoothing_over_v_minus_2", "padding_counted")}
+MISTAKES.update({pair: f"Two mistakes at once. First: {MISTAKES[one]} Second: {MISTAKES[two]}"
+                 for pair, (one, two) in _PAIRS.items()})
 
 # A known mistake that crashes instead of returning wrong values: the paper's formula with step 0 divides by 0.
 RAISES = {"schedule_zero_at_start": r"ZeroDivisionError: 0\.0 cannot be raised to a negative power"}

@@ -187,7 +187,7 @@ def ends_with_a_norm(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, s
 PROBES = {"pool": pool, "logits": logits, "encoded": encoded, "defaults": defaults, "attention_ignores_padding": attention_ignores_padding,
           "padding_invariance": padding_invariance}
 
-# ---------------------------------------------------------------- the public cases (12.5 points)
+# ---------------------------------------------------------------- the public cases (13.5 points)
 # PyTorch's ready-made counterparts of this chapter's components (fnmatch patterns on the parts of a name);
 # your own chapters 04 and 05 (from .encoder import Encoder ...) are not among them.
 READY_MADE = {"classifier.py": ["Transformer*", "MultiheadAttention", "multi_head_attention_forward",
@@ -222,6 +222,10 @@ CASES = [
     Case("logits of a padded batch (Pre-LN)", 1.0, "logits",
          lambda s: model_inputs(s, batch=4, seq=9, norm_first=True), seed=806,
          about="norm_first=True: the encoder's Pre-LN stack with its final norm", hint_if_raises=SHAPE_HINT),
+    Case("logits of a batch padded with pad_id 3", 1.0, "logits",
+         lambda s: model_inputs(s, batch=3, seq=7, pad_id=3), seed=813,
+         about="built with pad_id=3: id 3 is the padding and id 0 an ordinary token; the mask comes from the "
+               "model's pad_id", hint_if_raises=SHAPE_HINT),
     Case("attention ignores padding", 1.0, "attention_ignores_padding", lambda s: model_inputs(s, extra=5),
          seed=807, about="encode(tokens) at the real positions, and unchanged when 5 pad columns are added",
          hint_if_raises=SHAPE_HINT, **ATTENTION_PADDING),
@@ -266,6 +270,9 @@ MISTAKES = {
                                  "with norm_first=False every layer ends with its norm, x = norm2(x + ffn(x)) "
                                  "(Post-LN, chapter 05's Encoder); layers that compute Pre-LN, x + sublayer(norm(x)), "
                                  "without the stack's final norm (seed 000's) end with a residual sum instead.",
+    "pad_id_ignored": "Padding is taken to be token 0 whatever pad_id the model was built with: the mask must come "
+                      "from the pad_id given to __init__ (kept as self.pad_id), tokens != self.pad_id, in encode and "
+                      "in forward, so that with pad_id=3 token 0 is a real token and token 3 is padding.",
     "pool_wrong_axis": "masked_mean averages over the wrong axis (the d_model features, dim=-1): a sentence "
                        "vector is the mean over the positions, dim=1, so the result is (batch, d_model).",
     "no_sqrt_scale": "The token embeddings are not multiplied by √d_model: look the tokens up with "
