@@ -1,0 +1,121 @@
+"""Each exercise notebook's experiment shows what its written question asks about.
+
+A written question asks the learner to explain what an experiment of the notebook showed; if the experiment
+cannot show it, the question grades an answer the learner cannot see (issue 27: chapter 02's heatmap drew
+queries equal to keys, so its rows were one-hot with the scale as without it; chapter 07's "held-out" dates
+included 124 sentences of the training set). These tests run the experiment cells of the solved source
+notebooks, with the reference implementation as the learner's `course_lib`, and assert the facts each question
+relies on. They run the cells' own code (nothing copied here), so a notebook edited into a broken experiment
+fails here.
+
+Run on the notebooks of commit cb33fb5 (before the fixes), the chapter 02 and chapter 07 tests fail.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import matplotlib
+import pytest
+import torch
+
+from course_lib.provided.layout import LAYOUT, REFERENCE_PACKAGE
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+SOURCES = LAYOUT.root / "solutions" / "source"
+CH02 = SOURCES / "ch02_attention" / "ch02_attention.ipynb"
+CH07 = SOURCES / "ch07_training" / "ch07_training.ipynb"
+
+
+def cell_code(notebook: Path, cell_id: str) -> str:
+    """The source of one code cell, found by its id."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    found = [c for c in cells if c.get("id") == cell_id and c["cell_type"] == "code"]
+    assert len(found) == 1, f"{notebook.name}: no single code cell {cell_id!r}"
+    source = found[0]["source"]
+    return "".join(source) if isinstance(source, list) else source
+
+
+def as_reference(code: str) -> str:
+    """The cell with the reference standing in for the learner's chapter modules (course_lib.provided stays)."""
+    return re.sub(r"\bcourse_lib\.(?!provided\b)(\w+)", rf"{REFERENCE_PACKAGE}.\1", code)
+
+
+def run_cell(code: str, namespace: dict | None = None) -> dict:
+    """Execute ``code`` as a notebook cell would, figures drawn off screen and closed."""
+    namespace = {} if namespace is None else namespace
+    shown = plt.show
+    plt.show = lambda *a, **k: None
+    try:
+        exec(compile(as_reference(code), "<notebook cell>", "exec"), namespace)
+    finally:
+        plt.show = shown
+        plt.close("all")
+    return namespace
+
+
+def with_setting(code: str, name: str, value: str) -> str:
+    """The cell with its setting ``name = ...`` (one line of its own) changed, as the learner is told to."""
+    changed, n = re.subn(rf"^{name} = .*?(?=\s*(#|$))", f"{name} = {value}", code, count=1, flags=re.M)
+    assert n == 1, f"the cell has no line `{name} = ...` to change"
+    return changed
+
+
+# ------------------------------------------------------------------ chapter 02: the heatmap with and without the scale
+@pytest.fixture(scope="module")
+def ch02_weights() -> dict[bool, torch.Tensor]:
+    code = cell_code(CH02, "workbook-heatmap")
+    return {scale: run_cell(with_setting(code, "scale", str(scale)))["weights"].detach() for scale in (True, False)}
+
+
+def test_ch02_the_scaled_rows_are_soft(ch02_weights) -> None:
+    """The question asks what changed without the scale: with it, the rows must spread their weight."""
+    peak = ch02_weights[True].max(-1).values[1:]  # row 0 has only itself to attend to under the causal mask
+    assert peak.mean() < 0.7, f"scaled rows are nearly one-hot already: largest weights {peak.tolist()}"
+    assert peak.max() < 0.9, f"a scaled row is nearly one-hot: largest weights {peak.tolist()}"
+
+
+def test_ch02_the_unscaled_rows_are_nearly_one_hot(ch02_weights) -> None:
+    peak = ch02_weights[False].max(-1).values
+    assert peak.min() > 0.95, f"unscaled rows are not nearly one-hot: largest weights {peak.tolist()}"
+
+
+def test_ch02_the_rows_are_attention_weights(ch02_weights) -> None:
+    for weights in ch02_weights.values():
+        torch.testing.assert_close(weights.sum(-1), torch.ones(len(weights)))
+        assert torch.equal(weights.triu(1), torch.zeros_like(weights)), "the causal mask let a row see the future"
+
+
+# ------------------------------------------------------------------ chapter 07: the dates experiment's data
+def ch07_data() -> dict:
+    """Cell ch07-10 up to its model, after the cell before it (its imports): the dates, the vocabularies and
+    the train and held-out tensors."""
+    code = cell_code(CH07, "ch07-10")
+    head, sep, _ = code.partition("\ntorch.manual_seed(0)\nmodel = ")
+    assert sep, "cell ch07-10 no longer builds its model after `torch.manual_seed(0)`"
+    return run_cell(head, run_cell(cell_code(CH07, "ch07-08")))
+
+
+def test_ch07_no_held_out_date_occurs_in_training() -> None:
+    """The exact match is measured on held-out dates: none of their source sentences may be a training one."""
+    data = ch07_data()
+    train = {tuple(row[row != data["PAD"]].tolist()) for row in data["train_src"]}
+    test = [tuple(row[row != data["PAD"]].tolist()) for row in data["test_src"]]
+    assert len(test) == 1_000
+    overlap = sum(sentence in train for sentence in test)
+    assert overlap == 0, f"{overlap} of the {len(test)} held-out sentences occur in training"
+
+
+def test_ch07_the_held_out_targets_are_the_dates_of_their_sentences() -> None:
+    """Filtering kept each sentence with its own ISO date (the pairs were not shuffled apart)."""
+    data = ch07_data()
+    src, tgt, SRC, TGT = data["test_src"], data["test_tgt"], data["SRC"], data["TGT"]
+    months = data["MONTHS"]
+    for row, target in zip(src[:50], tgt[:50]):
+        words = [SRC[i] for i in row.tolist() if i != data["PAD"]]
+        iso = "".join(TGT[i] for i in target.tolist() if i > data["EOS"])
+        month = next(m for m in months if m in words)
+        assert int(iso[5:7]) == months.index(month) + 1, (words, iso)
