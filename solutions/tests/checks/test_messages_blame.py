@@ -146,3 +146,17 @@ def test_an_exception_is_never_explained_away() -> None:
     assert diagnosis.ruled_out(report) == {"n"}
     assert diagnosis.explained("output: values differ", "a") == (
         "Explained by the mistake named in 'a': fix that first. [output: values differ]")
+
+
+def test_masked_mean_cases_are_not_blamed_on_chapter_05(planted) -> None:
+    """Chapter 08: masked_mean runs chapter 08's code alone; the classifier's logits run chapter 05's encoder."""
+    full_length = ("count = keep.sum(dim=1).clamp(min=1).to(x.dtype)",
+                   "count = (keep.sum(dim=1) * 0 + x.size(1)).to(x.dtype)")  # divides by seq, padding or not
+    impl = planted("blame_pool_var", {"classifier.py": [full_length], "encoder.py": [UNBIASED]})
+    results, failing, note = results_and_causes("08", impl)
+    assert "05" in failing and "your chapter 05" in note  # the old code headed every failed case of 08 with it
+    pooled = [r for r in results if r.case.startswith("masked_mean") and r.status != "pass"]
+    assert pooled and all("chapter 05" not in r.message for r in pooled), [r.message for r in pooled]
+    assert "mean_over_full_length" in pooled[0].mistakes, pooled[0].message
+    logits = [r for r in results if r.case.startswith("logits") and r.status != "pass"]
+    assert logits and all("your chapter 05 (encoder.py)" in r.message for r in logits), [r.message for r in logits]
