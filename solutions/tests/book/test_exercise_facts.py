@@ -8,6 +8,9 @@ notebooks, with the reference implementation as the learner's `course_lib`, and 
 relies on. They run the cells' own code (nothing copied here), so a notebook edited into a broken experiment
 fails here.
 
+Chapter 01's plot is checked too: the distances its model answer reads off (1% of the last input's influence
+at about 7 positions for g = 0.5 and about 30 for g = 1; growth at g = 3).
+
 Run on the notebooks of commit cb33fb5 (before the fixes), the chapter 02 and chapter 07 tests fail.
 """
 from __future__ import annotations
@@ -119,3 +122,32 @@ def test_ch07_the_held_out_targets_are_the_dates_of_their_sentences() -> None:
         iso = "".join(TGT[i] for i in target.tolist() if i > data["EOS"])
         month = next(m for m in months if m in words)
         assert int(iso[5:7]) == months.index(month) + 1, (words, iso)
+
+
+# ------------------------------------------------------------------ chapter 01: the gradient norms by distance
+CH01 = SOURCES / "ch01_why_not_rnns" / "ch01_why_not_rnns.ipynb"
+
+
+def ch01_curves() -> dict[str, tuple[list[float], list[float]]]:
+    """The plotted curves of the gradient-norm cell, by label: (distance T - t, mean norm)."""
+    ax = run_cell(cell_code(CH01, "1d5845a6"))["ax"]
+    return {line.get_label(): (list(line.get_xdata()), list(line.get_ydata())) for line in ax.get_lines()}
+
+
+def reach(distance: list[float], norm: list[float], share: float = 0.01) -> float:
+    """The first distance at which the norm is below ``share`` of the last input's (distance 0)."""
+    at = dict(zip(distance, norm))
+    return min(d for d in at if at[d] < share * at[0])
+
+
+def test_ch01_the_plot_shows_the_distances_the_answer_reads() -> None:
+    """Question 2 asks at which distance an input keeps 1% of the last one's influence, at g = 0.5 and g = 1
+    (the model answer: about 7 and about 30), and what happens at g = 3 (growth)."""
+    curves = ch01_curves()
+    assert {"g = 0.5", "g = 1.0", "g = 3.0"} <= set(curves), set(curves)
+    short, longer = reach(*curves["g = 0.5"]), reach(*curves["g = 1.0"])
+    assert 4 <= short <= 12, f"g = 0.5 reaches 1% at distance {short}"
+    assert 20 <= longer <= 39, f"g = 1 reaches 1% at distance {longer}, or not within the plotted 39"
+    distance, norm = curves["g = 3.0"]
+    at = dict(zip(distance, norm))
+    assert at[max(at)] > 100 * at[0], "at g = 3 the norms do not grow with the distance"
