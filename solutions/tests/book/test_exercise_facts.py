@@ -8,8 +8,10 @@ notebooks, with the reference implementation as the learner's `course_lib`, and 
 relies on. They run the cells' own code (nothing copied here), so a notebook edited into a broken experiment
 fails here.
 
-Chapter 01's plot is checked too: the distances its model answer reads off (1% of the last input's influence
-at about 7 positions for g = 0.5 and about 30 for g = 1; growth at g = 3).
+Chapters 01 and 04 are checked too: chapter 01's plot shows the distances its model answer reads off (1% of
+the last input's influence at about 7 positions for g = 0.5 and about 30 for g = 1; growth at g = 3);
+chapter 04's swap experiment shows equivariance without positions and none with them, and the scales its
+second answer compares hold.
 
 Run on the notebooks of commit cb33fb5 (before the fixes), the chapter 02 and chapter 07 tests fail.
 """
@@ -151,3 +153,44 @@ def test_ch01_the_plot_shows_the_distances_the_answer_reads() -> None:
     distance, norm = curves["g = 3.0"]
     at = dict(zip(distance, norm))
     assert at[max(at)] > 100 * at[0], "at g = 3 the norms do not grow with the distance"
+
+
+# ------------------------------------------------------------------ chapter 04: positions break the symmetry
+CH04 = SOURCES / "ch04_positional_encoding" / "ch04_positional_encoding.ipynb"
+
+
+def ch04_outputs(use_positions: bool) -> dict:
+    code = with_setting(cell_code(CH04, "ch04-10"), "use_positions", str(use_positions))
+    return run_cell(code, run_cell(cell_code(CH04, "ch04-08")))
+
+
+def test_ch04_without_positions_the_swap_only_reorders() -> None:
+    """Question 1: permuted tokens give permuted outputs, and mean pooling cannot tell the two orders apart."""
+    ns = ch04_outputs(False)
+    a, b, order = ns["a"], ns["b"], ns["order"]
+    assert torch.allclose(b, a[order], atol=1e-6)
+    assert torch.allclose(a.mean(0), b.mean(0), atol=1e-6)
+
+
+def test_ch04_with_positions_the_orders_differ() -> None:
+    """...and once the encoding is added, the two orders give different outputs and different means."""
+    ns = ch04_outputs(True)
+    a, b, order = ns["a"], ns["b"], ns["order"]
+    assert not torch.allclose(b, a[order], atol=1e-3)
+    assert not torch.allclose(a.mean(0), b.mean(0), atol=1e-3)
+
+
+def test_ch04_the_scales_the_second_answer_compares() -> None:
+    """Question 2: TokenEmbedding starts at std 1/sqrt(d_model) and its output, scaled, at about 1; the
+    encoding's entries have a root mean square of about 0.7."""
+    ns = run_cell(cell_code(CH04, "ch04-08"))
+    d_model = 512
+    torch.manual_seed(0)
+    embed = ns["TokenEmbedding"](1000, d_model)
+    weight_std = embed.embedding.weight.std().item()
+    assert abs(weight_std * d_model ** 0.5 - 1) < 0.05, weight_std
+    with torch.no_grad():
+        scaled_std = embed(torch.arange(1000)[None]).std().item()
+    assert abs(scaled_std - 1) < 0.05, scaled_std
+    rms = ns["sinusoidal_table"](200, d_model).pow(2).mean().sqrt().item()
+    assert abs(rms - 0.5 ** 0.5) < 0.01, rms
