@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 from types import ModuleType
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -179,6 +180,20 @@ def prereq_note(number: str, failing: dict[str, tuple[int, int]], ran: frozenset
     return f"Chapter {number} uses {' and '.join(parts)}: fix those first."
 
 
+def failing_prerequisites(prereqs: list[str], used: set[str],
+                          results_of: Callable[[str], list[Any]]) -> dict[str, tuple[int, int]]:
+    """{prerequisite: (checks failed, checks run)} of the ``prereqs`` the learner's code imports (``used``:
+    an earlier chapter it does not import cannot be the cause) that fail their own checks (``results_of``:
+    a chapter's results, each with a ``status``)."""
+    failing = {}
+    for p in (p for p in prereqs if p in used):
+        done = results_of(p)
+        bad = sum(r.status != "pass" for r in done)
+        if bad:
+            failing[p] = (bad, len(done))
+    return failing
+
+
 def run_with_prerequisites(chapter: str | int, impl: Any, annotate: bool = True
                            ) -> tuple[list[Result], dict[str, tuple[int, int]]]:
     """The public cases of a chapter, with the failures of each earlier chapter it builds on *and* its code
@@ -189,15 +204,8 @@ def run_with_prerequisites(chapter: str | int, impl: Any, annotate: bool = True
     {prerequisite: (checks failed, checks run)}.
     """
     number = normalise(chapter)
-    failing = {}
     used = uses.used_chapters(number, lambda module: module_source(impl, module))
-    for p in prerequisites(number):
-        if p not in used:  # an earlier chapter this code does not import cannot be the cause
-            continue
-        done = run_chapter(p, impl)
-        bad = sum(r.status != "pass" for r in done)
-        if bad:
-            failing[p] = (bad, len(done))
+    failing = failing_prerequisites(prerequisites(number), used, lambda p: run_chapter(p, impl))
     results, runs = _run_chapter(number, impl, trace=bool(failing and annotate))
     for r in results if annotate else []:
         note = prereq_note(number, failing, runs.get(r.case)) if r.status != "pass" else ""

@@ -53,13 +53,8 @@ def prerequisite_notes(chapter: Chapter, rows: list[GradeRow], earlier: dict[str
     """Head each failed check of ``chapter`` with the prerequisites of the learner's that fail their own, that the
     learner's code imports (``source``: a module's submitted bytes, read here, never run) and whose code the
     check runs (``Chapter.runs``; every failed check when that is not known)."""
-    used = uses.used_chapters(chapter.number, source)
-    failing = {}
-    for p in (p for p in chapter.prereqs if p in used):
-        done = earlier.get(p, [])
-        bad = sum(r.status != "pass" for r in done)
-        if bad:
-            failing[p] = (bad, len(done))
+    failing = chapters_mod.failing_prerequisites(chapter.prereqs, uses.used_chapters(chapter.number, source),
+                                                 lambda p: earlier.get(p, []))
     if not failing:
         return rows
     known = len(rows) == len(chapter.cases) and len(chapter.runs) >= len(chapter.inputs)

@@ -152,17 +152,22 @@ def new_token() -> tuple[str, str]:
     return TOKEN_VAR, uuid.uuid4().hex
 
 
-def _token_pids(token: str) -> set[int]:
-    needle = f"{TOKEN_VAR}={token}".encode()
+def _pids_where(match: Callable[[Path], bool]) -> set[int]:
+    """The processes whose /proc folder ``match`` accepts (one that vanishes or cannot be read: not)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if needle in (entry / "environ").read_bytes():
+                if match(entry):
                     found.add(int(entry.name))
-            except OSError:
+            except (OSError, ValueError):
                 pass
     return found
+
+
+def _token_pids(token: str) -> set[int]:
+    needle = f"{TOKEN_VAR}={token}".encode()
+    return _pids_where(lambda entry: needle in (entry / "environ").read_bytes())
 
 
 def kill_token(token: str) -> int:
@@ -170,19 +175,10 @@ def kill_token(token: str) -> int:
     return kill_all(lambda: _token_pids(token) - {os.getpid()})
 
 
-
-def _uid_pids(uid: int) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                with open(entry / "status", "rb") as fh:
-                    line = next((x for x in fh if x.startswith(b"Uid:")), b"")
-                if any(int(u) == uid for u in line.split()[1:]):
-                    found.add(int(entry.name))
-            except (OSError, ValueError):
-                pass
-    return found
+def _runs_as(entry: Path, uid: int) -> bool:
+    with open(entry / "status", "rb") as fh:
+        line = next((x for x in fh if x.startswith(b"Uid:")), b"")
+    return any(int(u) == uid for u in line.split()[1:])
 
 
 def kill_uid(uid: int) -> int:
@@ -192,7 +188,8 @@ def kill_uid(uid: int) -> int:
     environment through exec) still ends with its run."""
     if uid == 0 or uid == os.getuid():
         raise ValueError(f"kill_uid({uid}) would kill the grader's own processes")
-    return kill_all(lambda: _uid_pids(uid))
+    return kill_all(lambda: _pids_where(lambda entry: _runs_as(entry, uid)))
+
 
 CPU_PERIOD_US = 100_000
 CONTROLLERS = ("pids", "memory", "cpu")
