@@ -4,9 +4,10 @@
     tgt tokens -> tgt_embed -> positional -> decoder (masked self-attn, cross-attn to memory) -> generator
                                                                                       -> logits over tgt vocab
 
-``TransformerConfig.base(src_vocab, tgt_vocab)`` is the paper's base model (Table 3): d_model 512,
-8 heads, d_ff 2048, 6 encoder and 6 decoder layers, dropout 0.1, with the embeddings tied as in
-section 3.4. Masks follow the course's convention, True = may attend; ``forward`` builds them from
+``TransformerConfig.base(src_vocab, tgt_vocab)`` has the sizes of the paper's base model (Table 3):
+d_model 512, 8 heads, d_ff 2048, 6 encoder and 6 decoder layers, with the embeddings tied as in
+section 3.4, and dropout 0.1, which the course applies in four places where the paper (section 5.4)
+uses two (chapter 05 says which). Masks follow the course's convention, True = may attend; ``forward`` builds them from
 ``pad_id``.
 """
 from __future__ import annotations
@@ -29,7 +30,9 @@ class TransformerConfig:
         src_vocab, tgt_vocab: the number of source and target token ids.
         d_model, num_heads, d_ff: widths (d_model divisible by num_heads, and even).
         num_layers: the number of encoder layers, and of decoder layers.
-        dropout: P_drop, after the positional encoding, on every sublayer and on the attention weights.
+        dropout: one rate for four places: after the positional encoding and on every sublayer's output (the
+            paper's P_drop, section 5.4), and on the attention weights and the feed-forward's hidden units
+            (added, as torch.nn and The Annotated Transformer do; off in evaluation, where the checks run).
         max_len: the longest sequence the positional encoding accepts.
         pad_id: the padding token's id, in both vocabularies; ``forward`` masks it out.
         norm_first: False for Post-LN (the paper), True for Pre-LN (chapter 05).
@@ -52,8 +55,10 @@ class TransformerConfig:
 
     @classmethod
     def base(cls, src_vocab: int, tgt_vocab: int) -> TransformerConfig:
-        """The paper's base model: the defaults above, the generator tied to the target embedding, and
-        one embedding for both sides when the vocabulary is shared (src_vocab == tgt_vocab)."""
+        """The paper's base model's sizes (the defaults above), the generator tied to the target embedding,
+        and one embedding for both sides when the vocabulary is shared (src_vocab == tgt_vocab). Its dropout
+        0.1 also falls on the attention weights and the feed-forward's hidden units, where the paper has none
+        (see ``dropout`` above): the parameters are the paper's, the regularization is a little stronger."""
         ### BEGIN SOLUTION
         return cls(src_vocab, tgt_vocab, d_model=512, num_heads=8, d_ff=2048, num_layers=6, dropout=0.1,
                    tie_embeddings=True, share_embeddings=src_vocab == tgt_vocab)
