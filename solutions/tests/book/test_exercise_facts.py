@@ -8,10 +8,14 @@ notebooks, with the reference implementation as the learner's `course_lib`, and 
 relies on. They run the cells' own code (nothing copied here), so a notebook edited into a broken experiment
 fails here.
 
-Chapters 01 and 04 are checked too: chapter 01's plot shows the distances its model answer reads off (1% of
+Every chapter's notebook is checked: chapter 01's plot shows the distances its model answer reads off (1% of
 the last input's influence at about 7 positions for g = 0.5 and about 30 for g = 1; growth at g = 3);
-chapter 04's swap experiment shows equivariance without positions and none with them, and the scales its
-second answer compares hold.
+chapter 03's hand-built heads answer where "on" and "sat" look (review finding 29); chapter 04's swap
+experiment shows equivariance without positions and none with them, and the scales its second answer
+compares hold; chapter 05's gradient figure shows what its model answer describes (Post-LN growing towards
+the output, more so at depth 24; Pre-LN not); chapter 06's masks and future-leak probe show what the learner
+is asked to predict, and the probe shows the leak the page tells the learner to plant; chapter 08's padding
+experiment moves the scores with a plain mean only, and the corpus numbers its answers quote hold.
 
 Run on the notebooks of commit cb33fb5 (before the fixes), the chapter 02 and chapter 07 tests fail.
 """
@@ -194,3 +198,123 @@ def test_ch04_the_scales_the_second_answer_compares() -> None:
     assert abs(scaled_std - 1) < 0.05, scaled_std
     rms = ns["sinusoidal_table"](200, d_model).pow(2).mean().sqrt().item()
     assert abs(rms - 0.5 ** 0.5) < 0.01, rms
+
+
+# ------------------------------------------------------------------ chapter 03: two hand-built heads, two questions
+CH03 = SOURCES / "ch03_multihead_attention" / "ch03_multihead_attention.ipynb"
+
+
+def ch03_weights(strength: float = 4.0) -> torch.Tensor:
+    code = with_setting(cell_code(CH03, "ch03-08"), "strength", str(strength))
+    return run_cell(code)["weights"]                                        # (heads, seq_q, seq_k)
+
+
+def test_ch03_the_heads_answer_what_the_cell_asks() -> None:
+    """The cell asks where "on" and "sat" look in each head (review finding 29: the random module it replaced
+    drew weights of 0.07-0.39 with nothing to read). Words: the cat sat on the mat."""
+    w = ch03_weights()
+    on, sat, cat, mat = 3, 2, 1, 5
+    assert w[0, on, mat] > 0.85, "head 0: the preposition does not find its place"
+    torch.testing.assert_close(w[1, on], torch.full((6,), 1 / 6))           # head 1: "on" asks nothing
+    torch.testing.assert_close(w[0, sat], torch.full((6,), 1 / 6))          # head 0: nor does "sat"
+    assert w[1, sat, cat] > 0.4 and w[1, sat, mat] > 0.4, "head 1: the verb does not find subject and place"
+    assert w[1, cat, sat] > 0.85, "head 1: the living thing does not look at its verb"
+    assert w[0, cat, 0] > 0.4 and w[0, cat, 4] > 0.4, "head 0: the noun does not look at its determiners"
+
+
+def test_ch03_strength_sets_the_sharpness_the_answer_names() -> None:
+    """The collapsed answer: strength 1 flattens the rows towards uniform, 8 makes them nearly one-hot."""
+    soft, sharp = ch03_weights(1.0), ch03_weights(8.0)
+    assert soft[0, 3].max() < 0.4 and sharp[0, 3].max() > 0.99, (soft[0, 3], sharp[0, 3])
+
+
+# ------------------------------------------------------------------ chapter 05: gradients per layer, Post-LN and Pre-LN
+CH05 = SOURCES / "ch05_encoder" / "ch05_encoder.ipynb"
+
+
+@pytest.fixture(scope="module")
+def ch05_norms() -> dict[tuple[int, bool], list[float]]:
+    """{(depth, norm_first): per-layer gradient norms}, from the cell's own function at the two depths the
+    second question compares (the function reads ``depth`` when called, as the learner's rerun does)."""
+    ns = run_cell(cell_code(CH05, "ch05-08"))
+    norms = {}
+    for depth in (6, 24):
+        ns["depth"] = depth
+        for norm_first in (False, True):
+            norms[depth, norm_first] = ns["layer_gradient_norms"](norm_first)
+    return norms
+
+
+def test_ch05_post_ln_grows_towards_the_output_and_more_so_when_deeper(ch05_norms) -> None:
+    """The model answer: Post-LN's norms grow from the first layer to the last, the gap wider at depth 24
+    (measured: 0.18 -> 0.34 at depth 6, 0.16 -> 0.45 at depth 24)."""
+    gap = {depth: ch05_norms[depth, False][-1] / ch05_norms[depth, False][0] for depth in (6, 24)}
+    assert gap[6] > 1.3 and gap[24] > gap[6] * 1.2, gap
+
+
+def test_ch05_pre_ln_does_not_grow_and_is_smaller(ch05_norms) -> None:
+    """...Pre-LN's do not grow towards the output (they shrink a little) and are smaller than Post-LN's."""
+    for depth in (6, 24):
+        pre, post = ch05_norms[depth, True], ch05_norms[depth, False]
+        assert pre[-1] <= pre[0], (depth, pre)
+        assert sum(pre) < sum(post), (depth, pre, post)
+
+
+# ------------------------------------------------------------------ chapter 06: the masks drawn, the future probed
+CH06 = SOURCES / "ch06_decoder_and_masks" / "ch06_decoder_and_masks.ipynb"
+
+
+def test_ch06_the_target_mask_drawn_is_causal_and_padded() -> None:
+    """The learner predicts the last sentence's target mask ([9, 3, pad x 4]): query q may see key k when
+    k <= q (causal) and k < 2 (a real token); derived by hand."""
+    mask = run_cell(cell_code(CH06, "ch06-08"))["pictures"]["target_mask, sequence 2"]
+    expected = torch.tensor([[k <= q and k < 2 for k in range(6)] for q in range(6)])
+    assert torch.equal(mask, expected), mask
+
+
+def ch06_changes() -> torch.Tensor:
+    ns = run_cell(cell_code(CH06, "ch06-10"), run_cell(cell_code(CH06, "ch06-08")))
+    return ns["change"] > 1e-6                                             # (changed t, output i)
+
+
+def test_ch06_the_probe_shows_no_future_leak() -> None:
+    """Changing target token t changes the outputs at i >= t only (position t sees itself)."""
+    changed = ch06_changes()
+    expected = torch.tensor([[i >= t for i in range(6)] for t in range(6)])
+    assert torch.equal(changed, expected), changed
+
+
+def test_ch06_the_probe_shows_the_leak_the_page_plants(monkeypatch) -> None:
+    """The cell tells the learner to swap target_mask for padding_mask to see a leak: then every output
+    changes, so the picture can show it."""
+    import importlib
+    transformer = importlib.import_module(f"{REFERENCE_PACKAGE}.transformer")
+    monkeypatch.setattr(transformer, "target_mask", transformer.padding_mask)
+    assert bool(ch06_changes().all()), "with a padding mask alone the probe still shows no leak"
+
+
+# ------------------------------------------------------------------ chapter 08: padding and the pooled scores
+CH08 = SOURCES / "ch08_capstone" / "ch08_capstone.ipynb"
+
+
+def ch08_change(plain_mean: bool) -> float:
+    code = with_setting(cell_code(CH08, "ch08-08"), "plain_mean", str(plain_mean))
+    return float((lambda ns: (ns["alone"] - ns["in_batch"]).abs().max())(run_cell(code)))
+
+
+def test_ch08_padding_moves_the_scores_only_with_a_plain_mean() -> None:
+    """The first question quotes the experiment: logits stay put with the masked mean and move with the
+    plain mean over 40 pad positions."""
+    assert ch08_change(False) < 1e-5
+    assert ch08_change(True) > 1e-2
+
+
+def test_ch08_the_corpus_facts_the_answers_quote() -> None:
+    """The second question's numbers: 1,723 test reviews (one standard error about 0.9 points near 85%),
+    13,870 labels, 1.8 million characters of news against 1.0 million of train reviews."""
+    from course_lib.provided.capstone.data import pretraining_text, reviews
+    corpus, text = reviews(), pretraining_text()
+    assert (len(corpus.train), len(corpus.test)) == (13_870, 1_723)
+    assert round(100 * (0.85 * 0.15 / len(corpus.test)) ** 0.5, 1) == 0.9
+    news, train = sum(map(len, text.news)), sum(map(len, text.reviews))
+    assert (round(news / 1e6, 1), round(train / 1e6, 1)) == (1.8, 1.0), (news, train)
