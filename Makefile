@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 CH ?=
 LEARNER ?=
 FORCE ?=
+RUN ?=
+NO_MODEL ?=
 
 .PHONY: install book test release refs check submit lab clean
 
@@ -49,9 +51,10 @@ check: install  ## the public checks of one chapter on this checkout's course_li
 	@test -n "$(CH)" || { echo "Which chapter? For example: make check CH=01"; exit 2; }
 	@$(BIN)/course check ch$(CH)
 
-submit: install  ## pack a chapter to hand in: make submit CH=01 [LEARNER=you] [FORCE=1]
+submit: install  ## pack a chapter to hand in: make submit CH=01 [LEARNER=you] [FORCE=1]; CH=08 [RUN=dir] [NO_MODEL=1]
 	@test -n "$(CH)" || { echo "Which chapter? For example: make submit CH=01"; exit 2; }
-	@$(BIN)/course submit ch$(CH) $(if $(LEARNER),--learner $(LEARNER)) $(if $(FORCE),--force)
+	@$(BIN)/course submit ch$(CH) $(if $(LEARNER),--learner $(LEARNER)) $(if $(FORCE),--force) \
+	    $(if $(RUN),--run $(RUN)) $(if $(NO_MODEL),--no-model)
 
 # Jupyter refuses to start as root unless given --allow-root; containers, Colab and many cloud machines run
 # as root, so `make lab` gives it there, and says so.

@@ -12,6 +12,8 @@ A submission holds:
     manifest.json            learner, chapter, created (UTC), sha256 of every file, Python and torch versions
     course_lib/*.py          a snapshot of your files (course_lib/provided/ is the course's and is left out)
     chNN_<name>.ipynb        the chapter's notebook
+    capstone/                chapter 08 only: your trained model (capstone/handin.py): the best fine-tuning run
+                             under runs/ by valid accuracy, or the one given with --run DIR; --no-model leaves it out
 
 The instructor grades exactly this snapshot: what is in your course_lib when you run this command.
 
@@ -37,6 +39,7 @@ from importlib import metadata
 from pathlib import Path
 
 from . import preflight
+from .capstone import handin
 from .layout import LAYOUT, Layout, SpecError, chapter_number, modules_for
 
 
@@ -95,14 +98,39 @@ def require_modules(number: str, root: Path = LAYOUT.root) -> None:
                           "(its own modules and those of the chapters it builds on); restore it and submit again")
 
 
-def build(number: str, learner: str, notebook: Path | None, dest: Path, root: Path = LAYOUT.root) -> dict:
-    """Write the submission's files into the folder ``dest``; return the manifest."""
+def trained_run(number: str, run: str | None, no_model: bool, root: Path = LAYOUT.root) -> Path | None:
+    """The fine-tuning run whose model chapter ``number`` hands in (None: not the capstone, or --no-model)."""
+    if number != handin.CHAPTER or no_model:
+        return None
+    if run:
+        return Path(run).resolve()
+    found = handin.find_runs(root / "runs")
+    if not found:
+        raise SubmitError(f"no finished fine-tuning run under {root / 'runs'}: chapter {number} hands in your trained "
+                          "model. Train one (`course capstone finetune --model transformer --quick`), give its "
+                          "folder with --run DIR, or hand in your code alone with --no-model (the trained-model "
+                          "points are then 0)")
+    return found[0]
+
+
+def build(number: str, learner: str, notebook: Path | None, dest: Path, root: Path = LAYOUT.root,
+          model_run: Path | None = None) -> dict:
+    """Write the submission's files into the folder ``dest`` (with the trained model of ``model_run``, packed
+    by capstone/handin.py); return the manifest."""
     files = learner_files(root)
     require_modules(number, root)
     if notebook is not None and not notebook.is_file():
         raise SubmitError(f"notebook not found: {notebook}")
     (dest / "course_lib").mkdir(parents=True, exist_ok=True)
     hashes = {}
+    if model_run is not None:
+        try:
+            packed = handin.pack(model_run, dest)
+        except handin.HandInError as err:
+            raise SubmitError(f"the trained model: {err}") from None
+        for f in sorted(packed.iterdir()):
+            hashes[f"{handin.FOLDER}/{f.name}"] = _sha256(f)
+        print(f"trained model: {model_run} ({(packed / handin.WEIGHTS).stat().st_size / 2 ** 20:.1f} MB of weights)")
     for f in files:
         shutil.copyfile(f, dest / "course_lib" / f.name)
         hashes[f"course_lib/{f.name}"] = _sha256(f)
@@ -183,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--format", choices=["zip", "folder", "both"], default="zip")
     parser.add_argument("--force", action="store_true", help="replace an earlier submission of this chapter")
     parser.add_argument("--no-checks", action="store_true", help="pack without running the public checks first")
+    parser.add_argument("--run", help=f"chapter {handin.CHAPTER}: the fine-tuning run folder whose model to hand in "
+                        "(default: the best on valid under runs/)")
+    parser.add_argument("--no-model", action="store_true", help=f"chapter {handin.CHAPTER}: hand in no trained model")
     parser.add_argument("--into-assignment", action="store_true",
                         help="write course_submission/ beside the notebook, for `nbgrader submit`")
     args = parser.parse_args(argv)
@@ -195,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
             if not notebook.is_file():
                 raise SubmitError(f"notebook not found: {notebook}")
         learner = _learner(args.learner)
+        model_run = trained_run(number, args.run, args.no_model)
         if args.into_assignment:
             if notebook is None:
                 raise SubmitError("--into-assignment needs the notebook (its folder is the assignment)")
@@ -202,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
             if dest.exists():
                 shutil.rmtree(dest)
             _report(number, notebook, args.no_checks)
-            build(number, learner, None, dest)
+            build(number, learner, None, dest, model_run=model_run)
             print(f"wrote {dest} (manifest and course_lib snapshot); now run: nbgrader submit {notebook.parent.name}")
             return 0
         out = Path(args.out) if args.out else LAYOUT.root / "submissions"
@@ -213,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         _report(number, notebook, args.no_checks)
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp) / name
-            build(number, learner, notebook, folder)
+            build(number, learner, notebook, folder, model_run=model_run)
             if "zip" in targets:
                 _zip(folder, targets["zip"])
             if "folder" in targets:

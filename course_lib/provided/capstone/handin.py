@@ -1,0 +1,208 @@
+"""The trained capstone model as a hand-in: one fine-tuning run packed safely, and read back by the grader.
+
+    runs = find_runs(Path("runs"))              # every finished fine-tuning run, best valid accuracy first
+    pack(runs[0], Path("submission"))           # -> submission/capstone/{model.safetensors, run.json, vocab.json}
+    handin = read_handin(Path("submission"))    # raises HandInError, with what to do, on anything wrong
+    model = build_model(handin)                 # the run's classifier with its weights, in evaluation mode
+
+A hand-in is three files in ``capstone/``: the weights as safetensors (tensors only: reading them runs no
+code, unlike a pickled ``.pt``), float32, or float16 where float32 would pass ``MAX_BYTES``; the run's
+``summary.json`` as ``run.json`` (its settings, seed and the accuracies it claims); its vocabulary. The
+weights are those of the run's best valid accuracy (``best.pt``), else of its last step. ``pack`` refuses a
+run whose weights no longer fit the learner's current ``TransformerClassifier`` (trained with another
+version of the code), or that gives another valid accuracy than the run recorded.
+
+``read_handin`` checks only what a file can say (format, size, finite values, the settings it needs);
+whether the weights fit a class is ``build_model``'s question, and the accuracy the grader's.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+from torch import nn
+
+from .vocab import CharVocab
+
+FOLDER = "capstone"                  # in a submission
+WEIGHTS, RUN, VOCAB = "model.safetensors", "run.json", "vocab.json"
+CHAPTER = "08"                       # the chapter whose submission carries the trained model
+MAX_BYTES = 16 * 2 ** 20             # the weights: 4.2 M parameters in float32 (the quick run with bigrams: float16)
+NEEDED = ("model", "size", "max_len", "dropout", "vocab_size", "valid_accuracy", "test_accuracy")
+PICKLE_STARTS = (b"PK\x03\x04", b"\x80")  # torch.save's zip archive, a bare pickle
+Impl = Literal["learner", "reference"]
+
+
+class HandInError(Exception):
+    """Why a run cannot be handed in, or a hand-in cannot be graded: the message names the thing and the fix."""
+
+
+@dataclass(frozen=True)
+class HandIn:
+    """A hand-in as read: the weights by parameter name, the run's summary and its vocabulary."""
+    state: dict[str, torch.Tensor]
+    run: dict[str, Any]
+    vocab: CharVocab
+    folder: Path
+
+    @property
+    def claimed_test_accuracy(self) -> float:
+        """The test accuracy the run's summary claims for the weights handed in (best valid, else last step)."""
+        best = self.run.get("best_valid") or {}
+        return float(best.get("test_accuracy", self.run["test_accuracy"]))
+
+
+def weights_of(run_folder: Path) -> dict[str, torch.Tensor]:
+    """The weights of a fine-tuning run: its best valid accuracy's (best.pt), else its newest checkpoint's."""
+    from ..checkpoints import latest_checkpoint
+    from .stages import BEST_FILE
+    best = run_folder / BEST_FILE
+    if best.is_file():
+        return torch.load(best, map_location="cpu", weights_only=True)["model"]
+    found = latest_checkpoint(run_folder / "checkpoints")
+    if found is None:
+        raise HandInError(f"{run_folder}: no weights (neither {BEST_FILE} nor checkpoints/): "
+                          "run `course capstone finetune` to its end first")
+    return found[1]["model"]
+
+
+def find_runs(root: Path) -> list[Path]:
+    """The finished fine-tuning runs under ``root`` (a folder with summary.json and vocab.json), best valid first."""
+    def valid(folder: Path) -> float:
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+        return float((summary.get("best_valid") or summary).get("valid_accuracy", -1.0))
+    found = [p.parent for p in Path(root).glob("**/summary.json")
+             if (p.parent / VOCAB).is_file() and json.loads(p.read_text(encoding="utf-8")).get("stage") == "finetune"]
+    return sorted(found, key=valid, reverse=True)
+
+
+def _float16_if_needed(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    size = sum(t.numel() * t.element_size() for t in state.values())
+    if size <= MAX_BYTES:
+        return state
+    half = {k: t.half() if t.is_floating_point() else t for k, t in state.items()}
+    if sum(t.numel() * t.element_size() for t in half.values()) > MAX_BYTES:
+        raise HandInError(f"the run's weights are {size / 2 ** 20:.0f} MB, over the hand-in's {MAX_BYTES / 2 ** 20:.0f} MB "
+                          "even in float16: hand in a run of the quick or cpu preset")
+    return half
+
+
+def pack(run_folder: Path, dest: Path, impl: Impl = "learner", tolerance: float = 0.005) -> Path:
+    """Write ``dest/capstone/`` from the run in ``run_folder``; returns that folder. Before writing, the weights
+    are loaded into the ``impl`` classifier and scored on valid: another accuracy than the run's (beyond
+    ``tolerance``) means the code changed since the run, and nothing is packed."""
+    run_folder = Path(run_folder)
+    summary_file = run_folder / "summary.json"
+    if not summary_file.is_file():
+        raise HandInError(f"{run_folder}: not a finished fine-tuning run (no summary.json); the runs are the "
+                          "folders `course capstone finetune --out DIR` writes, e.g. runs/q2-scratch/finetune-transformer-quick")
+    run = json.loads(summary_file.read_text(encoding="utf-8"))
+    state = {k: v.detach().cpu().contiguous() for k, v in weights_of(run_folder).items()}
+    handin = HandIn(state, run, CharVocab.load(run_folder / VOCAB), run_folder)
+    model = build_model(handin, impl)
+    recorded = float((run.get("best_valid") or run)["valid_accuracy"])
+    measured, _ = accuracy(model, handin, "valid")
+    if abs(measured - recorded) > tolerance:
+        raise HandInError(f"{run_folder}: its weights give {measured:.1%} on valid with your current code, the run "
+                          f"recorded {recorded:.1%}: your classifier changed since this run. Train it again "
+                          "(or hand in another run with --run)")
+    from safetensors.torch import save_file
+    out = Path(dest) / FOLDER
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    save_file(_float16_if_needed(state), str(out / WEIGHTS), metadata={"run": run_folder.name})
+    (out / RUN).write_text(json.dumps(run, indent=1), encoding="utf-8")
+    shutil.copyfile(run_folder / VOCAB, out / VOCAB)
+    return out
+
+
+def _read_weights(path: Path) -> dict[str, torch.Tensor]:
+    if not path.is_file():
+        raise HandInError(f"no trained model in the submission ({FOLDER}/{WEIGHTS} is missing): hand one in with "
+                          "`make submit CH=08` after a `course capstone finetune` run")
+    size = path.stat().st_size
+    if size > MAX_BYTES + 2 ** 20:  # the header's share on top of the tensors
+        raise HandInError(f"{FOLDER}/{WEIGHTS} is {size / 2 ** 20:.0f} MB, over the {MAX_BYTES / 2 ** 20:.0f} MB a "
+                          "hand-in may have: `make submit CH=08` packs a quick run well under it")
+    data = path.read_bytes()  # into memory (bounded above), not mapped: the file may change under a mapping
+    if data.startswith(PICKLE_STARTS):
+        raise HandInError(f"{FOLDER}/{WEIGHTS} is a pickle (torch.save), which the grader never loads: it could "
+                          "run code. Hand in with `make submit CH=08`, which writes safetensors")
+    from safetensors import SafetensorError
+    from safetensors.torch import load
+    try:
+        state = load(data)
+    except (SafetensorError, OSError, ValueError) as err:
+        raise HandInError(f"{FOLDER}/{WEIGHTS} is not a readable safetensors file ({err}): "
+                          "pack it again with `make submit CH=08`") from None
+    bad = [k for k, t in state.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())]
+    if bad:
+        raise HandInError(f"{FOLDER}/{WEIGHTS}: weights that are NaN or infinite in {', '.join(sorted(bad)[:3])}"
+                          f"{' ...' if len(bad) > 3 else ''}: the run diverged; hand in another run")
+    return {k: t.float() if t.is_floating_point() else t for k, t in state.items()}
+
+
+def read_handin(submission: Path) -> HandIn:
+    """The hand-in of a submission folder, checked file by file; raises HandInError with what is wrong."""
+    folder = Path(submission) / FOLDER
+    state = _read_weights(folder / WEIGHTS)
+    try:
+        run = json.loads((folder / RUN).read_text(encoding="utf-8"))
+        vocab = CharVocab.load(folder / VOCAB)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise HandInError(f"{FOLDER}/: {RUN} or {VOCAB} missing or unreadable ({err}): pack it again with "
+                          "`make submit CH=08`") from None
+    missing = [k for k in NEEDED if k not in run] if isinstance(run, dict) else list(NEEDED)
+    if missing:
+        raise HandInError(f"{FOLDER}/{RUN} lacks the run's {', '.join(missing)}: it is not a fine-tuning run's "
+                          "summary.json; pack it again with `make submit CH=08`")
+    if run["vocab_size"] != len(vocab):
+        raise HandInError(f"{FOLDER}/: the run was trained on {run['vocab_size']} tokens but {VOCAB} has "
+                          f"{len(vocab)}: the files come from different runs")
+    return HandIn(state, run, vocab, folder)
+
+
+def build_model(handin: HandIn, impl: Impl = "learner") -> nn.Module:
+    """The run's classifier (``impl``: the learner's class or the reference's) with the hand-in's weights, in
+    evaluation mode; HandInError when they do not fit (missing, extra or wrongly shaped parameters)."""
+    from .models import ModelUnavailable
+    from .stages import make_classifier
+    if handin.run["model"] != "transformer":
+        raise HandInError(f"the run trained --model {handin.run['model']}: the capstone grades your "
+                          "TransformerClassifier; hand in a `--model transformer` run")
+    try:
+        model = make_classifier({**handin.run, "impl": impl}, handin.vocab, handin.state.get("embed.keys"))
+    except ModelUnavailable as err:
+        raise HandInError(str(err)) from None
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(handin.state))
+    extra = sorted(set(handin.state) - set(expected))
+    shapes = [f"{k} {tuple(handin.state[k].shape)} (the model's: {tuple(v.shape)})"
+              for k, v in expected.items() if k in handin.state and handin.state[k].shape != v.shape]
+    if missing or extra or shapes:
+        said = [f"missing {', '.join(missing[:3])}" * bool(missing), f"unexpected {', '.join(extra[:3])}" * bool(extra),
+                f"wrong shapes: {'; '.join(shapes[:3])}" * bool(shapes)]
+        raise HandInError("the weights do not fit the classifier their settings build ("
+                          + "; ".join(s for s in said if s) + "): hand in a run trained with this code")
+    model.load_state_dict({k: handin.state[k].to(v.dtype) for k, v in expected.items()})
+    return model.eval()
+
+
+def standard_error(accuracy_: float, n: int) -> float:
+    """One standard error of an accuracy measured on ``n`` independent examples: sqrt(p (1 - p) / n)."""
+    return math.sqrt(accuracy_ * (1 - accuracy_) / n)
+
+
+def accuracy(model: nn.Module, handin: HandIn, split: str = "test") -> tuple[float, float]:
+    """(accuracy, one standard error) of ``model`` on a split of the reviews, encoded with the hand-in's vocabulary."""
+    from .batching import encode_reviews
+    from .data import reviews
+    from .stages import score
+    examples = encode_reviews(reviews().split(split), handin.vocab, handin.run["max_len"])
+    measured, _, _ = score(model, examples, handin.vocab.pad_id, torch.device("cpu"))
+    return measured, standard_error(measured, len(examples))
