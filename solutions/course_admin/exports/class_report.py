@@ -6,6 +6,9 @@ public methods, or DIR/grades.csv where only that is there) and writes, into DIR
   report.html   the instructor's page: per chapter the distribution of scores (an SVG histogram), the
                 checks failed most, the known mistakes by how many learners made them, the hidden cases
                 failed by learners who passed every public case, and the learners who have not submitted
+                and, with chapter 08, the capstone's leaderboard: each learner's trained model as the grader
+                measured it, beside the baselines and the reference's recorded runs (leaderboard.py; learners
+                under stable pseudonyms unless --names)
   report.json   the same numbers, for tools
   lms.csv, lms_canvas.csv   per-learner, per-chapter totals for an LMS gradebook (lms.py)
 
@@ -23,9 +26,12 @@ from pathlib import Path
 
 from course_lib.provided import chapters as chapters_mod
 
+from course_lib.provided.capstone import handin
+
 from ..records.lms import write_lms
 from .class_report_html import render
 from .class_summary import ReportError, class_report, read_roster, read_table
+from .leaderboard import leaderboard
 
 
 # ---------------------------------------------------------------- the command
@@ -37,6 +43,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "the report goes there")
     parser.add_argument("--roster", type=Path, help="the class list, so that learners who submitted nothing are named")
     parser.add_argument("--chapters", nargs="+", help="chapters to report (default: every chapter graded)")
+    parser.add_argument("--names", action="store_true",
+                        help="the capstone leaderboard with learner ids (default: pseudonyms, stable per --out)")
     args = parser.parse_args(argv)
     try:
         args.numbers = [chapters_mod.normalise(c) for c in args.chapters] if args.chapters else None
@@ -55,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"course report: {exc}", file=sys.stderr)
         return 2
     report = class_report(table, roster, args.numbers, source=str(out))
+    if any(c.number == handin.CHAPTER for c in report.chapters):
+        report.leaderboard = leaderboard(table, out, names=args.names)
     (out / "report.html").write_text(render(report), encoding="utf-8")
     (out / "report.json").write_text(json.dumps(report.as_json(), indent=1, ensure_ascii=False) + "\n",
                                      encoding="utf-8")

@@ -95,10 +95,34 @@ def chapter_html(c: ChapterReport, top: int = 10) -> str:
     return "\n".join(parts)
 
 
+def leaderboard_html(rows: list[dict]) -> str:
+    """The capstone's leaderboard: learners (bold: none fixed) beside the baselines and the reference's runs."""
+    def cell(value: object, fmt: str = "{}") -> str:
+        return "<td class=n>?</td>" if value is None else f"<td class=n>{escape(fmt.format(value))}</td>"
+    body = "".join(
+        f"<tr><td>{escape(r['name']) if r['fixed'] else '<b>' + escape(r['name']) + '</b>'}</td>"
+        f"<td class=n>{r['accuracy']:.1%} ± {r['se']:.1%}</td>{cell(r['parameters'], '{:,}')}"
+        f"{cell(r['minutes'], '{:.1f}')}<td>{escape(str(r['device']))}</td>"
+        f"<td>{'yes' if r['pretrained'] else 'no'}</td><td>{escape(r['verified'])}</td></tr>" for r in rows)
+    learners = sum(not r["fixed"] for r in rows)
+    return ('<h2 id="leaderboard">Capstone leaderboard</h2>'
+            f"<p>{learners} trained model(s) measured by the grader on the test split, beside the baselines and "
+            "the reference's recorded runs. Accuracy ± one standard error and parameters are the grader's; "
+            "minutes, device and pretraining are what each run's summary says. A high score proves these "
+            "weights score it, not that the learner's code and stated settings trained them: rows stay "
+            "<i>not verified</i> until the recorded command is run again.</p>"
+            "<table><tr><th>who</th><th>test accuracy</th><th>parameters</th><th>training minutes</th>"
+            f"<th>device</th><th>pretrained</th><th>verified</th></tr>{body}</table>")
+
+
 def render(report: ClassReport) -> str:
     """The whole page."""
     toc = " · ".join(f'<a href="#ch{c.number}">ch{c.number}</a>' for c in report.chapters)
+    if report.leaderboard:
+        toc += ' · <a href="#leaderboard">leaderboard</a>'
     body = "\n".join(chapter_html(c) for c in report.chapters) or "<p>The table holds no graded chapter.</p>"
+    if report.leaderboard:
+        body += "\n" + leaderboard_html(report.leaderboard)
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>What the class got wrong'
             f'</title><style>{STYLE}</style></head><body><h1>What the class got wrong</h1>'
             f"<p>From the grade table in {escape(report.source)}: {len(report.learners)} learner(s). {toc}</p>"

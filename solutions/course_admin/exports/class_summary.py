@@ -73,6 +73,7 @@ class ClassReport:
     source: str
     learners: list[str]
     chapters: list[ChapterReport] = field(default_factory=list)
+    leaderboard: list[dict] = field(default_factory=list)  # the capstone's trained models (leaderboard.py)
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -183,7 +184,7 @@ def chapter_report(number: str, table: Table, everyone: list[str]) -> ChapterRep
     for who, r in rows:
         if r.status in FAILED:
             where = "hidden" if r.component.startswith(HIDDEN_PREFIX) else (
-                "written answer" if r.kind == "notebook" else "public")
+                {"notebook": "written answer", "capstone": "trained model"}.get(r.kind, "public"))
             failed.setdefault((r.component, f"{where}, {r.max_points:g} pt"), set()).add(who)
     texts = mistake_texts(number)
     made = {(key, text): {who for who, r in rows if r.status == "fail" and text in r.message}

@@ -6,6 +6,11 @@ specification (gradescope-autograders.readthedocs.io, "Output format"):
      "tests": [{"name", "number", "score", "max_score", "status": "passed"|"failed", "output",
                 "output_format": "text", "tags", "visibility"}]}
 
+With a chapter 08 submission that carries a trained model, its rows are tests too (the grader's measured
+accuracy, visible) and the top-level ``"leaderboard"`` of Gradescope's leaderboards page lists the
+measured test accuracy, its standard error and the parameters counted from the weights, beside what the
+run's summary says (minutes, device, pretrained: marked claimed).
+
 One test per graded case; a hidden case has ``"visibility": "after_published"`` (the learner sees it once
 the instructor publishes the grades), every other ``"visible"``. Its output is the row's message, which
 for a hidden case never carries text the learner's code produced (verdict.py).
@@ -24,6 +29,7 @@ from pathlib import Path
 
 from ..intake.submissions import IDENTITY_WARNING
 from ..records.lms import chapter_column
+from ..grading import trained
 from ..records.rows import GradeRow
 from .class_summary import HIDDEN_PREFIX
 
@@ -52,9 +58,10 @@ def results(table: Table, numbers: list[str], seconds: float, warnings: tuple[st
                        "your modules, the chapter's notebook and manifest.json")
     rows = [r for _, r in table]
     graded = [r for r in rows if r.kind == "course_lib"]
-    several = len({r.chapter for r in graded}) > 1
+    model = [r for r in rows if r.kind == trained.KIND]  # chapter 08's trained model, measured by the grader
+    several = len({r.chapter for r in graded + model}) > 1
     tests, counters = [], {}
-    for r in graded:
+    for r in graded + model:
         counters[r.chapter] = counters.get(r.chapter, 0) + 1
         tests.append(_test(r, f"{int(r.chapter)}.{counters[r.chapter]}", several))
     lines = []
@@ -69,15 +76,27 @@ def results(table: Table, numbers: list[str], seconds: float, warnings: tuple[st
                      " points) are graded too: you see them, and your total, once your instructor publishes the "
                      "grades.")
         lines.append(line)
+        lines += [f"{chapter_column(n)}: {r.points:g} / {r.max_points:g} points for the {r.component}: {r.message}"
+                  for r in model if r.chapter == n and r.component == trained.COMPONENT]
     lines.append("Written answers in the notebook are graded by hand, apart from this score.")
     lines += [f"Warning: {w}" for w in warnings]
     lines += [f"Warning: {r.message}" for r in rows
               if r.kind == "submission" and not r.message.startswith(IDENTITY_WARNING)]
     isolation = sorted({r.isolation for r in graded} - {"none"})
     note = f"rows graded {', '.join(ISOLATION.get(i, i) for i in isolation) or 'nowhere'}"
-    return {"score": float(sum(t["score"] for t in tests)), "execution_time": round(seconds, 1),
-            "output": "\n".join(lines), "output_format": "text", "stdout_visibility": "hidden", "tests": tests,
-            "instructor": [note]}
+    out = {"score": float(sum(t["score"] for t in tests)), "execution_time": round(seconds, 1),
+           "output": "\n".join(lines), "output_format": "text", "stdout_visibility": "hidden", "tests": tests,
+           "instructor": [note]}
+    board = trained.entry(model)
+    if board is not None:  # Gradescope's leaderboard: pseudonyms the learners choose, these columns
+        out["leaderboard"] = [{"name": "Test accuracy", "value": round(board["accuracy"], 3)},
+                              {"name": "± 1 SE", "value": round(board["se"], 3), "order": "asc"},
+                              {"name": "Parameters", "value": board["parameters"], "order": "asc"},
+                              {"name": "Training minutes (claimed)",
+                               "value": board["minutes"] if board["minutes"] is not None else "?", "order": "asc"},
+                              {"name": "Device (claimed)", "value": board["device"]},
+                              {"name": "Pretrained (claimed)", "value": "yes" if board["pretrained"] else "no"}]
+    return out
 
 
 def failure(what: str, fix: str = "") -> dict:

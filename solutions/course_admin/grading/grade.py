@@ -2,7 +2,8 @@
 
 Grades a class: for every learner and chapter, the chapter's public and hidden cases on the learner's
 own course_lib files, run in a sandbox (sandboxed.py), judged here against the reference (verdict.py);
-then the written answers of the chapter's notebook, read as data and never run (answers.py): they wait
+then chapter 08's trained model, read as data and scored with the reference (trained.py); then the
+written answers of the chapter's notebook, read as data and never run (answers.py): they wait
 for grading by hand in formgrader (--manual merges those scores). Writes DIR/gradebook.sqlite (committed
 learner by learner; a re-run skips finished learners whose submission did not change), DIR/grades.csv,
 DIR/totals.csv and DIR/feedback/<learner>.md (report.py).
@@ -51,7 +52,7 @@ from ..records.gradebook import Gradebook, GradebookError
 from ..records.report import export
 from ..records.rows import PREREQ_POLICIES, GradeRow, Options, total
 from ..sandbox import cold, confine, procs
-from . import plan
+from . import plan, trained
 from .batch import LearnerGrade, chapters_of, run_batch
 from .diagnose import prerequisite_notes, revise
 from .sandboxed import grade_course_lib
@@ -123,7 +124,8 @@ def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> Learner
     graded = [plan.prepare(n) for n in numbers]
     done = dict(part=sub.chapter or "*", chapters=numbers)
     if sub.error:
-        rows = [r for ch in graded for r in zero_rows(ch, "error", f"submission not graded: {sub.error}")]
+        rows = [r for ch in graded for r in zero_rows(ch, "error", f"submission not graded: {sub.error}")
+                + trained.zero(ch.number, "error", f"submission not graded: {sub.error}")]
         return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0, **done)
     rows: list[GradeRow] = []
     work = Path(tempfile.mkdtemp(prefix=f"course_grade_{os.getpid()}_"))
@@ -131,12 +133,13 @@ def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> Learner
         reader = Reader(sub.path)
         lib = course_lib_rows(reader, numbers, opts, work)
     except SubmissionError as exc:
-        rows = [r for ch in graded for r in zero_rows(ch, "error", f"submission not graded: {exc}")]
+        rows = [r for ch in graded for r in zero_rows(ch, "error", f"submission not graded: {exc}")
+                + trained.zero(ch.number, "error", f"submission not graded: {exc}")]
         return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0, **done)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     for chapter in graded:
-        rows += lib[chapter.number]
+        rows += lib[chapter.number] + trained.trained_rows(reader, chapter.number)  # data only: nothing runs
         if opts.notebooks:
             rows += notebook_rows(reader, chapter)
     rows += [GradeRow(numbers[0] if numbers else "", "submission", w[:120], 0.0, 0.0, "warning", w, "none")

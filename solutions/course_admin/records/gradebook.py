@@ -3,7 +3,7 @@
 Tables
   grades(learner, chapter, kind, component, seq, points, max_points, status, message, isolation)
       one row per learner x component: a course_lib case ("values, no mask", "hidden case 3") or a
-      notebook's written answer; kind is "course_lib", "notebook" or "submission". No timestamps, so
+      notebook's written answer; kind is "course_lib", "capstone", "notebook" or "submission". No timestamps, so
       two runs compare equal.
   learners(learner, part, fingerprint, source, run_id, finished_at)
       one row per submission graded: part is its chapter ("02") or "*" (a submission for every chapter);

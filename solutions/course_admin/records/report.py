@@ -13,7 +13,8 @@ from .gradebook import MANUAL, Gradebook
 from .lms import write_lms
 from .rows import GradeRow, total
 
-SECTIONS = (("course_lib", "course_lib checks"), ("notebook", "Notebook"), ("submission", "Submission"))
+SECTIONS = (("course_lib", "course_lib checks"), ("capstone", "Trained model"), ("notebook", "Notebook"),
+            ("submission", "Submission"))
 
 
 def _md(text: str) -> str:
@@ -43,6 +44,9 @@ def _section(heading: str, rows: list[GradeRow]) -> list[str]:
              "|---|---|---|"]
     lines += [f"| {_md(r.component)} | {r.points:g} / {r.max_points:g} | {r.status} |" for r in rows]
     lines.append("")
+    measured = [r.message for r in rows if r.status == "pass" and r.kind == "capstone" and r.message]
+    if measured:  # a trained model's accuracy is worth reading when it passes too
+        lines += ["Measured:", ""] + [f"- {_md(m)}" for m in measured] + [""]
     groups: dict[str, list[str]] = {}
     for r in rows:
         if r.status not in ("pass", MANUAL) and r.message:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
-Kind = Literal["course_lib", "notebook", "submission"]
+Kind = Literal["course_lib", "capstone", "notebook", "submission"]
 Isolation = Literal["bwrap", "rlimits", "none"]
 PREREQ_POLICIES = ("learner", "reference")
 
@@ -27,7 +27,8 @@ class Options:
 
 @dataclass(frozen=True)
 class GradeRow:
-    """One line of the grade table: a course_lib case, a notebook's written answer, or a note on the submission."""
+    """One line of the grade table: a course_lib case, the capstone's trained model, a notebook's written answer,
+    or a note on the submission."""
 
     chapter: str
     kind: str            # Kind

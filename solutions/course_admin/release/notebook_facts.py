@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from course_lib.provided.capstone import handin
 from course_lib.provided.layout import EXERCISE_RE, Layout
 from course_lib.provided.loader import load_file
 
@@ -47,10 +48,11 @@ class Points:
     public: tuple[int, float]
     hidden: tuple[int, float]
     written: tuple[float, ...]
+    trained: float = 0.0  # chapter 08: the trained model handed in (capstone/handin.py)
 
     @property
     def total(self) -> float:
-        return self.public[1] + self.hidden[1] + sum(self.written)
+        return self.public[1] + self.hidden[1] + sum(self.written) + self.trained
 
     @property
     def by_hand(self) -> float:
@@ -73,7 +75,8 @@ def chapter_points(layout: Layout, number: str, notebook: dict) -> Points:
     hidden = _cases(layout.hidden_file(number), f"hidden_ch{number}")
     return Points((len(public), float(sum(c.points for c in public))),
                   (len(hidden), float(sum(c.points for c in hidden))),
-                  tuple(points for _, points in written_answers(notebook)))
+                  tuple(points for _, points in written_answers(notebook)),
+                  handin.POINTS if number == handin.CHAPTER else 0.0)
 
 
 def pts(value: float) -> str:
@@ -95,6 +98,9 @@ def points_markdown(number: str, points: Points) -> str:
         lines.append(f"- **{pts(points.hidden[1])}**: {_count(points.hidden[0], 'hidden check', 'hidden checks')} "
                      "that your instructor's grader runs on the same code, with inputs you do not see here "
                      "(passing the public checks is necessary, not sufficient);")
+    if points.trained:
+        lines.append(f"- **{pts(points.trained)}**: your trained model, handed in with `make submit CH={number}`: "
+                     f"its test accuracy, computed by the grader from your weights, must reach {handin.BAR:.0%};")
     if points.written:
         split = " + ".join(f"{p:g}" for p in points.written)
         lines.append(f"- **{pts(points.by_hand)}**: "

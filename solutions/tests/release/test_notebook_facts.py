@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from course_lib.provided.capstone import handin
 from course_lib.provided.layout import REPO_ROOT, Layout
 
 from course_admin.release import capstone_times
@@ -63,15 +64,18 @@ def header_problems(root: Path) -> list[str]:
         number, name = released.parent.name[2:4], released.parent.name
         public, hidden = cases_of(layout.spec(number)), cases_of(layout.hidden_file(number))
         written = [p for _, p in answers(layout.sources / name / released.name)]
-        want = {"total": (sum(c.points for c in public) + sum(c.points for c in hidden) + sum(written),),
+        model = handin.POINTS if number == handin.CHAPTER else 0.0  # chapter 08's trained model (grading/trained.py)
+        want = {"total": (sum(c.points for c in public) + sum(c.points for c in hidden) + sum(written) + model,),
                 "public": (sum(c.points for c in public), len(public)),
                 "hidden": (sum(c.points for c in hidden), len(hidden)) if hidden else None,
-                "written": (sum(written), len(written)) if written else None}
+                "written": (sum(written), len(written)) if written else None,
+                "model": (model, round(100 * handin.BAR)) if model else None}
         header = "\n".join(text(c) for c in cells(released) if "What is graded" in text(c))
         got = {"total": said(rf"What is graded: {NUMBER} points? in all", header),
                "public": said(rf"\*\*{NUMBER} points?\*\*: the (\d+) public checks?", header),
                "hidden": said(rf"\*\*{NUMBER} points?\*\*: (\d+) hidden checks?", header),
-               "written": said(rf"\*\*{NUMBER} points?\*\*: (\d+) written answers?", header)}
+               "written": said(rf"\*\*{NUMBER} points?\*\*: (\d+) written answers?", header),
+               "model": said(rf"\*\*{NUMBER} points?\*\*: your trained model, .*? must reach (\d+)%", header)}
         problems += [f"{name}: {part}: the header says {got[part]}, the chapter has {want[part]}"
                      for part in want if got[part] != want[part]]
         split = re.search(r"written answers in this notebook \(([\d. +]+)\)", " ".join(header.split()))

@@ -1,0 +1,127 @@
+"""The capstone's trained model, graded: its test accuracy computed here, from the weights alone.
+
+The hand-in (``capstone/`` in a chapter 08 submission, course_lib/provided/capstone/handin.py) is read as data:
+safetensors bytes, a summary and a vocabulary, each checked before use. Nothing of the learner's runs here
+or anywhere for these rows: the weights are loaded into the *reference* ``TransformerClassifier`` built from
+the run's settings, and this process scores it on the test split. The contract of chapter 08 (parameter
+names, shapes, the forward pass its checks compare with the reference) is what makes that the learner's
+model; a learner's class that computes the contract scores the same, and no code of a learner can raise
+the number (the issue's design ran the learner's class in the sandbox and took its logits, which that
+code could have made up from the public labels).
+
+Rows, kind "capstone": one of ``handin.POINTS`` points for reaching ``handin.BAR`` (a missing or bad
+hand-in: 0, with what is wrong, and the chapter's other rows stand), and a warning row when the run's
+summary claims more than was measured.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from course_lib.provided.capstone import handin
+
+from ..intake.submissions import Reader, SubmissionError
+from ..records.rows import GradeRow
+
+KIND = "capstone"
+COMPONENT = f"trained model: test accuracy of at least {handin.BAR:.0%}"
+CLAIM = "trained model: the accuracy run.json claims"
+RUN = "trained model: the run"
+TEST_REVIEWS = 1_723
+MEASURED_RE = re.compile(r"test accuracy (?P<accuracy>\d+\.\d)% ± (?P<se>\d+\.\d)%")
+RUN_RE = re.compile(r"(?P<parameters>[\d,]+) parameters .*?: (?P<minutes>[\d.]+|unknown) min of training on "
+                    r"(?P<device>\S+), (?P<start>from scratch|pretrained)")
+
+
+def zero(number: str, status: str, message: str) -> list[GradeRow]:
+    """The trained-model row of a chapter at 0 points (none for a chapter without one)."""
+    if number != handin.CHAPTER:
+        return []
+    return [GradeRow(number, KIND, COMPONENT, 0.0, handin.POINTS, status, message, "none")]
+
+
+def _read(reader: Reader) -> handin.HandIn:
+    """The submission's hand-in, each file bounded before it is read; HandInError with what is wrong."""
+    base = reader.base + handin.FOLDER + "/"
+    bound = {handin.WEIGHTS: handin.MAX_BYTES + 2 ** 20, handin.RUN: 2 ** 20, handin.VOCAB: 2 ** 20}
+
+    def data(name: str) -> bytes | None:
+        if not reader.exists(base + name):
+            return None
+        if reader.size(base + name) > bound[name]:
+            raise handin.HandInError(f"{handin.FOLDER}/{name} is {reader.size(base + name) / 2 ** 20:.0f} MB, over "
+                                     f"the {bound[name] / 2 ** 20:.0f} MB a hand-in may have: pack it again with "
+                                     "`make submit CH=08`")
+        try:
+            return reader.read(base + name, bound[name])
+        except (SubmissionError, OSError) as err:
+            raise handin.HandInError(f"{handin.FOLDER}/{name} could not be read ({err})") from None
+    return handin.from_bytes(data(handin.WEIGHTS), data(handin.RUN), data(handin.VOCAB), Path(base))
+
+
+def measure(reader: Reader) -> tuple[handin.HandIn, float, float, int]:
+    """(hand-in, test accuracy, one standard error, parameters), measured with the reference classifier;
+    HandInError when the hand-in cannot be."""
+    got = _read(reader)
+    model = handin.build_model(got, impl="reference")
+    accuracy, se = handin.accuracy(model, got, "test")
+    return got, accuracy, se, sum(p.numel() for p in model.parameters())
+
+
+def trained_rows(reader: Reader, number: str) -> list[GradeRow]:
+    """Chapter ``number``'s trained-model rows (none but for the capstone). Never raises."""
+    if number != handin.CHAPTER:
+        return []
+    try:
+        got, accuracy, se, parameters = measure(reader)
+    except handin.HandInError as err:
+        status = "missing" if "no trained model" in str(err) else "error"
+        return zero(number, status, str(err))
+    except Exception as exc:  # noqa: BLE001 - a bug here costs these points only, said plainly
+        return zero(number, "error", f"the trained model could not be graded ({type(exc).__name__}: {exc}); "
+                                     "tell your instructor")
+    passed = accuracy >= handin.BAR
+    said = (f"test accuracy {accuracy:.1%} ± {se:.1%} (one standard error), computed by the grader from your "
+            f"weights on the {TEST_REVIEWS:,} test reviews; the bar is {handin.BAR:.0%}, TF-IDF + LR scores "
+            f"{handin.TFIDF_TEST:.1%}")
+    if not passed:
+        said += ("; below the bar: train longer (the quick preset reaches about 82%), check chapter 08's checks, "
+                 "and hand in the run with the best valid accuracy")
+    rows = [GradeRow(number, KIND, COMPONENT, handin.POINTS if passed else 0.0, handin.POINTS,
+                     "pass" if passed else "fail", said, "none")]
+    rows.append(GradeRow(number, KIND, RUN, 0.0, 0.0, "pass", describe(got, parameters), "none"))
+    claimed = got.claimed_test_accuracy
+    if claimed > accuracy + max(2 * se, 0.005):
+        rows.append(GradeRow(number, KIND, CLAIM, 0.0, 0.0, "warning",
+                             f"run.json claims {claimed:.1%} on test, the weights handed in score {accuracy:.1%}: "
+                             "the grader's number counts, and the difference is more than noise", "none"))
+    return rows
+
+
+def describe(got: handin.HandIn, parameters: int) -> str:
+    """The run in one line: its parameters (counted in the model its weights were loaded into), then what its
+    summary says (not verified)."""
+    seconds = got.run.get("train_seconds")
+    minutes = f"{seconds / 60:.1f}" if isinstance(seconds, (int, float)) else "unknown"
+    device = str(got.run.get("device", "unknown")).split(":")[0]
+    start = "pretrained" if got.run.get("pretrained") else "from scratch"
+    return (f"{parameters:,} parameters (counted from the weights); its summary says: {minutes} min of training "
+            f"on {device}, {start}, seed {got.run.get('seed', '?')}, {got.run.get('preset', '?')} preset")
+
+
+def entry(rows: list[GradeRow]) -> dict[str, Any] | None:
+    """One learner's leaderboard entry from their chapter 08 rows (None without a measured model): accuracy and
+    its standard error (the grader's), parameters (counted), minutes, device and start (the run's summary), and
+    whether run.json claimed more than was measured."""
+    by = {r.component: r for r in rows if r.kind == KIND}
+    measured = MEASURED_RE.search(by[COMPONENT].message) if COMPONENT in by else None
+    run = RUN_RE.search(by[RUN].message) if RUN in by else None
+    if measured is None or run is None:
+        return None
+    minutes = run["minutes"]
+    return {"accuracy": float(measured["accuracy"]) / 100, "se": float(measured["se"]) / 100,
+            "parameters": int(run["parameters"].replace(",", "")),
+            "minutes": None if minutes == "unknown" else float(minutes), "device": run["device"],
+            "pretrained": run["start"] == "pretrained", "passed": by[COMPONENT].status == "pass",
+            "overclaimed": CLAIM in by}
