@@ -42,6 +42,7 @@ BAR = 0.78
 TFIDF_TEST = 0.839                   # the TF-IDF + LR baseline's test accuracy (README.md), shown beside
 MAX_BYTES = 16 * 2 ** 20             # the weights: 4.2 M parameters in float32 (the quick run with bigrams: float16)
 NEEDED = ("model", "size", "max_len", "dropout", "vocab_size", "valid_accuracy", "test_accuracy")
+MAX_LEN, MAX_VOCAB = 4096, 100_000   # the settings a hand-in may build a model with (presets: 128 and 256; 3,652)
 PICKLE_STARTS = (b"PK\x03\x04", b"\x80")  # torch.save's zip archive, a bare pickle
 Impl = Literal["learner", "reference"]
 
@@ -177,10 +178,30 @@ def from_bytes(weights: bytes | None, run_text: bytes | None, vocab_text: bytes 
     if missing:
         raise HandInError(f"{FOLDER}/{RUN} lacks the run's {', '.join(missing)}: it is not a fine-tuning run's "
                           "summary.json; pack it again with `make submit CH=08`")
+    if (bad := _bad_settings(run)) is not None:
+        raise HandInError(f"{FOLDER}/{RUN}: {bad}: it is not what `course capstone finetune` writes; pack a run "
+                          "again with `make submit CH=08`")
     if run["vocab_size"] != len(vocab):
         raise HandInError(f"{FOLDER}/: the run was trained on {run['vocab_size']} tokens but {VOCAB} has "
                           f"{len(vocab)}: the files come from different runs")
     return HandIn(state, run, vocab, where)
+
+
+def _bad_settings(run: dict[str, Any]) -> str | None:
+    """What is wrong with the settings a model is built from (None: nothing). Bounded before anything is
+    built, since a model's buffers follow them (max_len 10**9 would ask the grader for hundreds of GB)."""
+    def number(key: str, low: float, high: float, kind: type = int) -> bool:
+        value = run.get(key)
+        return isinstance(value, kind) and not isinstance(value, bool) and low <= value <= high
+    if run.get("size") not in ("quick", "full"):
+        return f"size {run.get('size')!r} is neither 'quick' nor 'full'"
+    if not number("max_len", 1, MAX_LEN):
+        return f"max_len {run.get('max_len')!r} is not a whole number from 1 to {MAX_LEN}"
+    if not (number("dropout", 0.0, 0.99, float) or number("dropout", 0, 0)):
+        return f"dropout {run.get('dropout')!r} is not a probability below 1"
+    if not number("vocab_size", len(SPECIALS) + 1, MAX_VOCAB):
+        return f"vocab_size {run.get('vocab_size')!r} is not a whole number from {len(SPECIALS) + 1} to {MAX_VOCAB:,}"
+    return None
 
 
 def read_handin(submission: Path) -> HandIn:

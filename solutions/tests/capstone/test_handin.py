@@ -242,3 +242,20 @@ def test_submit_finds_the_best_run_or_says_what_to_do(packed, tmp_path: Path) ->
         submit.trained_run("08", None, False, tmp_path)
     shutil.copytree(packed[0], tmp_path / "runs" / "q" / "finetune-transformer-quick")
     assert submit.trained_run("08", None, False, tmp_path) == tmp_path / "runs" / "q" / "finetune-transformer-quick"
+
+
+@pytest.mark.parametrize("key, value, said", [
+    ("max_len", 10 ** 9, "max_len 1000000000 is not a whole number from 1 to 4096"),
+    ("max_len", "128", "max_len '128' is not a whole number"),
+    ("size", "huge", "size 'huge' is neither"),
+    ("dropout", 1.5, "dropout 1.5 is not a probability"),
+    ("vocab_size", 10 ** 7, "vocab_size 10000000 is not a whole number"),
+])
+def test_settings_are_bounded_before_a_model_is_built(packed, key: str, value, said: str) -> None:
+    """A hostile run.json must not make the grader allocate what its settings ask (max_len 10**9: a positional
+    table of hundreds of GB) or crash deep inside; each is named before anything is built."""
+    _, submission = packed
+    run_file = submission / handin.FOLDER / handin.RUN
+    run_file.write_text(json.dumps({**json.loads(run_file.read_text()), key: value}))
+    with pytest.raises(HandInError, match=said):
+        handin.read_handin(submission)
