@@ -26,7 +26,8 @@ from ..training import to_device
 from .batching import Example, batch_order, collate, encode_reviews
 from .data import reviews
 from .report import cached_baselines, comparison_table
-from .stages import BEST_FILE, finetune, make_classifier, run_folder, settings
+from .handin import weights_of
+from .stages import finetune, make_classifier, run_folder, settings
 from .vocab import CharVocab
 
 
@@ -50,8 +51,7 @@ def member_probabilities(folder: Path, device: torch.device) -> dict[str, torch.
     if found is None:
         raise SystemExit(f"no trained model in {folder}: run `course capstone finetune` with the same options first")
     run, vocab = found[1]["settings"]["run"], CharVocab.load(folder / "vocab.json")
-    best = folder / BEST_FILE
-    state = torch.load(best, map_location="cpu", weights_only=True)["model"] if best.is_file() else found[1]["model"]
+    state = weights_of(folder)  # the best valid accuracy's, else the newest checkpoint's
     model = make_classifier(run, vocab, state.get("embed.keys"))
     model.load_state_dict(state)
     model.to(device)

@@ -242,6 +242,19 @@ def build_model(handin: HandIn, impl: Impl = "learner") -> nn.Module:
     return model.eval()
 
 
+def recorded_quick_runs(records: list[Path]) -> list[tuple[str, float]]:
+    """(name, test accuracy of the best valid weights) of each quick-preset fine-tuning run in ``records``
+    (``course capstone record`` files, e.g. book/data/capstone_cpu*.json)."""
+    return [(run["name"], (run.get("best_valid") or run)["test_accuracy"]) for path in records
+            for run in json.loads(Path(path).read_text(encoding="utf-8"))["finetune"] if run["preset"] == "quick"]
+
+
+def derive_bar(accuracies: list[float], n: int = 1_723) -> float:
+    """BAR's rule: the weakest accuracy less three standard errors of a test set of ``n``, floored to a percent."""
+    weakest = min(accuracies)
+    return math.floor(100 * (weakest - 3 * standard_error(weakest, n))) / 100
+
+
 def standard_error(accuracy_: float, n: int) -> float:
     """One standard error of an accuracy measured on ``n`` independent examples: sqrt(p (1 - p) / n)."""
     return math.sqrt(accuracy_ * (1 - accuracy_) / n)
