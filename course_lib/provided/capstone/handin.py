@@ -255,6 +255,33 @@ def derive_bar(accuracies: list[float], n: int = 1_723) -> float:
     return math.floor(100 * (weakest - 3 * standard_error(weakest, n))) / 100
 
 
+def seed_spread(records: list[Path]) -> list[float]:
+    """The test accuracies of recorded runs that differ only in their seed (the members of each ensemble in
+    ``records``): how far apart right code's runs land, what `course capstone verify` compares with."""
+    return [m["test_accuracy"] for path in records for run in json.loads(Path(path).read_text(encoding="utf-8"))
+            ["finetune"] for m in run.get("members", [])]
+
+
+def rerun_tolerance(accuracies: list[float]) -> float:
+    """How far below a hand-in a re-run of its command may land: three standard deviations of the difference
+    of two runs (sqrt(2) times the seeds' sample standard deviation), rounded up to a tenth of a point."""
+    mean = sum(accuracies) / len(accuracies)
+    sd = math.sqrt(sum((a - mean) ** 2 for a in accuracies) / (len(accuracies) - 1))
+    return math.ceil(1000 * 3 * math.sqrt(2) * sd) / 1000
+
+
+def digest(state: dict[str, torch.Tensor]) -> str:
+    """Twelve hex digits naming a set of weights (names, dtypes, shapes and values): a verdict of `course
+    capstone verify` belongs to the weights it was made on, not to a later hand-in."""
+    import hashlib
+    h = hashlib.sha256()
+    for name in sorted(state):
+        t = state[name].detach().cpu().contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()[:12]
+
+
 def standard_error(accuracy_: float, n: int) -> float:
     """One standard error of an accuracy measured on ``n`` independent examples: sqrt(p (1 - p) / n)."""
     return math.sqrt(accuracy_ * (1 - accuracy_) / n)

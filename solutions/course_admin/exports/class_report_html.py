@@ -109,8 +109,10 @@ def leaderboard_html(rows: list[dict]) -> str:
             f"<p>{learners} trained model(s) measured by the grader on the test split, beside the baselines and "
             "the reference's recorded runs. Accuracy ± one standard error and parameters are the grader's; "
             "minutes, device and pretraining are what each run's summary says. A high score proves these "
-            "weights score it, not that the learner's code and stated settings trained them: rows stay "
-            "<i>not verified</i> until the recorded command is run again.</p>"
+            "weights score it, not that the learner's code and stated settings trained them: a row stays "
+            "<i>not verified</i> until <code>course capstone verify</code> runs the recorded command again with "
+            "the learner's code on the train split alone; <i>verified</i> means that re-run reached the "
+            "hand-in's accuracy within run-to-run noise, not who ran it or how long it took.</p>"
             "<table><tr><th>who</th><th>test accuracy</th><th>parameters</th><th>training minutes</th>"
             f"<th>device</th><th>pretrained</th><th>verified</th></tr>{body}</table>")
 

@@ -12,8 +12,11 @@ to the next and nobody without the folder can map ids to names; ``names=True`` s
 
 What the leaderboard can prove: that these weights score this accuracy on the test split. Not that the
 learner trained them with their code and the settings their summary states: the corpus is public, so weights
-could come from anywhere. Each row says so: "not verified" until `course capstone verify` re-runs the
-recorded command (not built yet: every learner's row says "not verified").
+could come from anywhere. Each learner's row says "not verified" until `course capstone verify` (grading/
+verify.py) has re-run the recorded command on the train split alone, then its verdict: "verified" (the
+re-run lands within run-to-run noise of the hand-in), "failed", "not verifiable" (a GPU run, a pretrained
+start, an ensemble) or "unfinished". A verdict counts only beside the weights it was made on (their digest,
+in the run's row): a learner who hands in again is "not verified" until verified again.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from course_lib.provided.capstone import handin
 from course_lib.provided.layout import LAYOUT
 
 from ..grading import trained
+from ..grading.verify import load_verdicts
 from ..records.rows import GradeRow
 
 KEY_FILE = ".leaderboard_key"
@@ -69,6 +73,15 @@ def fixed_rows(records: Path = RECORDS) -> list[dict[str, Any]]:
     return rows
 
 
+def verified(entry: dict[str, Any], verdict: dict[str, Any] | None) -> str:
+    """A learner row's column: the verify verdict on these weights, else "not verified" (and why)."""
+    if verdict is None:
+        return "not verified"
+    if not entry.get("weights") or verdict.get("weights") != entry["weights"]:
+        return "not verified (the verdict was on an earlier hand-in)"
+    return str(verdict.get("status", "not verified"))
+
+
 def leaderboard(table: Table, folder: Path, names: bool = False, records: Path = RECORDS) -> list[dict[str, Any]]:
     """Every measured hand-in and the fixed rows, best test accuracy first."""
     key = None if names else _key(folder)
@@ -76,10 +89,11 @@ def leaderboard(table: Table, folder: Path, names: bool = False, records: Path =
     for who, row in table:
         if row.chapter == handin.CHAPTER and row.kind == trained.KIND:
             by_learner.setdefault(who, []).append(row)
+    verdicts = load_verdicts(folder)
     rows = []
     for who, learner_rows in sorted(by_learner.items()):
         entry = trained.entry(learner_rows)
         if entry is not None:
             rows.append({**entry, "name": who if key is None else pseudonym(who, key), "fixed": False,
-                         "verified": "not verified"})
+                         "verified": verified(entry, verdicts.get(who))})
     return sorted(rows + fixed_rows(records), key=lambda r: -r["accuracy"])

@@ -31,7 +31,7 @@ RUN = "trained model: the run"
 TEST_REVIEWS = 1_723
 MEASURED_RE = re.compile(r"test accuracy (?P<accuracy>\d+\.\d)% ± (?P<se>\d+\.\d)%")
 RUN_RE = re.compile(r"(?P<parameters>[\d,]+) parameters .*?: (?P<minutes>[\d.]+|unknown) min of training on "
-                    r"(?P<device>\S+), (?P<start>from scratch|pretrained)")
+                    r"(?P<device>\S+), (?P<start>from scratch|pretrained).*?(?:; weights (?P<weights>[0-9a-f]{12}))?$")
 
 
 def zero(number: str, status: str, message: str) -> list[GradeRow]:
@@ -100,20 +100,21 @@ def trained_rows(reader: Reader, number: str) -> list[GradeRow]:
 
 
 def describe(got: handin.HandIn, parameters: int) -> str:
-    """The run in one line: its parameters (counted in the model its weights were loaded into), then what its
-    summary says (not verified)."""
+    """The run in one line: its parameters (counted in the model its weights were loaded into), what its
+    summary says (not verified), and the weights' digest (handin.digest)."""
     seconds = got.run.get("train_seconds")
     minutes = f"{seconds / 60:.1f}" if isinstance(seconds, (int, float)) else "unknown"
     device = str(got.run.get("device", "unknown")).split(":")[0]
     start = "pretrained" if got.run.get("pretrained") else "from scratch"
     return (f"{parameters:,} parameters (counted from the weights); its summary says: {minutes} min of training "
-            f"on {device}, {start}, seed {got.run.get('seed', '?')}, {got.run.get('preset', '?')} preset")
+            f"on {device}, {start}, seed {got.run.get('seed', '?')}, {got.run.get('preset', '?')} preset; "
+            f"weights {handin.digest(got.state)}")
 
 
 def entry(rows: list[GradeRow]) -> dict[str, Any] | None:
     """One learner's leaderboard entry from their chapter 08 rows (None without a measured model): accuracy and
-    its standard error (the grader's), parameters (counted), minutes, device and start (the run's summary), and
-    whether run.json claimed more than was measured."""
+    its standard error (the grader's), parameters (counted), minutes, device and start (the run's summary),
+    whether run.json claimed more than was measured, and the weights' digest (what a verify verdict names)."""
     by = {r.component: r for r in rows if r.kind == KIND}
     measured = MEASURED_RE.search(by[COMPONENT].message) if COMPONENT in by else None
     run = RUN_RE.search(by[RUN].message) if RUN in by else None
@@ -124,4 +125,4 @@ def entry(rows: list[GradeRow]) -> dict[str, Any] | None:
             "parameters": int(run["parameters"].replace(",", "")),
             "minutes": None if minutes == "unknown" else float(minutes), "device": run["device"],
             "pretrained": run["start"] == "pretrained", "passed": by[COMPONENT].status == "pass",
-            "overclaimed": CLAIM in by}
+            "overclaimed": CLAIM in by, "weights": run["weights"] or ""}

@@ -50,7 +50,7 @@ import struct
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,10 +96,16 @@ class RunResult:
     timed_out: bool
 
 
-def _bwrap_argv(box: Path, inner: list[str], limits: Limits, pid_1: bool = False) -> list[str]:
+HIDDEN = "_hidden"  # box/_hidden: an empty folder bound over each path a run must not see
+
+
+def _bwrap_argv(box: Path, inner: list[str], limits: Limits, pid_1: bool = False,
+                hide: Sequence[Path] = ()) -> list[str]:
     """The box read-only at /sandbox; then the root and /dev read-only, leaving the sized /tmp writable.
-    ``pid_1``: the command is the sandbox's pid 1 (no bubblewrap init beside it)."""
-    return procs.bwrap_root(limits.tmp_bytes) + [
+    ``pid_1``: the command is the sandbox's pid 1 (no bubblewrap init beside it). ``hide``: folders of the
+    bound installation shown empty (verify.py hides the corpus package's test split this way)."""
+    hidden = [a for path in hide for a in ("--ro-bind", str(box / HIDDEN), str(path))]
+    return procs.bwrap_root(limits.tmp_bytes) + hidden + [
         "--ro-bind", str(box), "/sandbox", "--chdir", "/sandbox", "--setenv", "HOME", "/tmp",
         "--remount-ro", "/dev", "--remount-ro", "/", *(["--as-pid-1"] if pid_1 else []), "--", *inner]
 
@@ -227,7 +233,7 @@ def _wait(proc: subprocess.Popen, wall_s: float, watchdog: Watchdog | None) -> b
 
 
 def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path,
-        watchdog: Watchdog | None = None) -> RunResult:
+        watchdog: Watchdog | None = None, hide: Sequence[Path] = ()) -> RunResult:
     """Run ``argv`` (paths inside the box given as /sandbox/...) with ``box`` as its only writable place.
 
     The command is stopped (``timed_out``) after ``limits.wall_s`` seconds, or earlier when ``watchdog``,
@@ -235,12 +241,16 @@ def run(box: Path, argv: list[str], limits: Limits, isolation: str, log: Path,
     run-queue wait), returns True.
 
     In ``rlimits`` mode /sandbox in ``argv`` is rewritten to the box's real path. The command's results
-    (frames on the result pipe, see the module docstring) land in ``box/out``.
+    (frames on the result pipe, see the module docstring) land in ``box/out``. ``hide``: folders shown empty
+    to the command (bwrap only: rlimits cannot hide anything, so asking it to is an error).
     """
     confine_box(box)
     uid = None
+    if hide and isolation != "bwrap":
+        raise ValueError(f"only bubblewrap can hide {', '.join(map(str, hide))} from a run")
     if isolation == "bwrap":
-        command = _bwrap_argv(box, argv, limits)
+        (box / HIDDEN).mkdir(exist_ok=True)
+        command = _bwrap_argv(box, argv, limits, hide=hide)
     else:
         command = [a.replace("/sandbox", str(box)) if a.startswith("/sandbox") else a for a in argv]
         uid = procs.sandbox_uid()

@@ -62,11 +62,11 @@ def archive_names() -> tuple[str, frozenset[str]]:
     return folder, frozenset(n for n in names if not re.fullmatch(re.escape(folder) + r"/data/\d+", n))
 
 
-def _check_archive(path: Path) -> bytes:
+def _check_archive(path: Path, max_bytes: int = RESULT_MAX_BYTES) -> bytes:
     """The frame's pickle, once its zip structure is what torch.save writes; else ResultRefused."""
     size = path.stat().st_size
-    if size > RESULT_MAX_BYTES:
-        raise ResultRefused(f"the result file is larger than {RESULT_MAX_BYTES >> 20} MiB")
+    if size > max_bytes:
+        raise ResultRefused(f"the result file is larger than {max_bytes >> 20} MiB")
     folder, fixed = archive_names()
     storage = re.compile(re.escape(folder) + r"/data/\d{1,9}")
     try:
@@ -81,8 +81,8 @@ def _check_archive(path: Path) -> bytes:
                 raise ResultRefused("the result archive holds a member that torch.save does not write")
             if any(i.compress_type != zipfile.ZIP_STORED or i.file_size != i.compress_size for i in infos):
                 raise ResultRefused("the result archive holds a compressed member (torch.save stores them)")
-            if sum(i.file_size for i in infos) > RESULT_MAX_BYTES:
-                raise ResultRefused(f"the result archive declares more than {RESULT_MAX_BYTES >> 20} MiB")
+            if sum(i.file_size for i in infos) > max_bytes:
+                raise ResultRefused(f"the result archive declares more than {max_bytes >> 20} MiB")
             for info in infos:
                 _check_local_header(fh, info, size)
             pickled = next((i for i in infos if i.filename == f"{folder}/data.pkl"), None)
@@ -121,7 +121,7 @@ def _check_pickle(data: bytes) -> None:
         raise ResultRefused(f"the record's pickle is malformed ({type(exc).__name__})") from None
 
 
-def check_loaded(record: Any) -> None:
+def check_loaded(record: Any, max_numel: int = MAX_NUMEL) -> None:
     """Plain data only, bounded, and every tensor dense, contiguous and within its storage."""
     numel, items = 0, 0
     stack: list[tuple[Any, int]] = [(record, 0)]
@@ -138,8 +138,8 @@ def check_loaded(record: Any) -> None:
             stack += [(v, depth + 1) for v in obj]
         elif type(obj) is torch.Tensor:
             numel += _check_tensor(obj)
-            if numel > MAX_NUMEL:
-                raise ResultRefused(f"the record's tensors hold more than {MAX_NUMEL} elements")
+            if numel > max_numel:
+                raise ResultRefused(f"the record's tensors hold more than {max_numel} elements")
         elif obj is not None and type(obj) not in (str, int, float, bool):
             raise ResultRefused("the record holds an object that is not plain data")
 
@@ -156,12 +156,13 @@ def _check_tensor(t: torch.Tensor) -> int:
     return t.numel()
 
 
-def read_result(path: Path) -> Any:
-    """The record in the frame at ``path``: checked (module docstring), loaded, checked again."""
-    _check_pickle(_check_archive(path))
+def read_result(path: Path, max_bytes: int = RESULT_MAX_BYTES) -> Any:
+    """The record in the frame at ``path``: checked (module docstring), loaded, checked again. ``max_bytes``:
+    the frame's bound, and its tensors' elements together (verify.py's frames of weights are larger)."""
+    _check_pickle(_check_archive(path, max_bytes))
     try:
         record = torch.load(path, weights_only=True, map_location="cpu")
     except Exception as exc:  # noqa: BLE001 - torch's own refusal of a frame that passed the checks
         raise ResultRefused(f"the result could not be loaded ({type(exc).__name__})") from None
-    check_loaded(record)
+    check_loaded(record, max(MAX_NUMEL, max_bytes // 4))
     return record

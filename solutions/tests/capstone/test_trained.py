@@ -31,7 +31,7 @@ REPO = LAYOUT.root
 RECORDS = sorted((REPO / "book" / "data").glob("capstone_cpu*.json"))
 
 
-def _run(root: Path, steps: int, seed: int = 0) -> Path:
+def _run(root: Path, steps: int, seed: int = 0, eval_every: int | None = None, extra: tuple[str, ...] = ()) -> Path:
     cached = [dict(name=name, valid_accuracy=0.111, test_accuracy=0.222, seconds=0.0) for name in BASELINES]
     root.mkdir(parents=True, exist_ok=True)
     (root / "baselines.json").write_text(json.dumps({"split_sizes": [13_870, 1_727, 1_723], "results": cached}))
@@ -39,8 +39,8 @@ def _run(root: Path, steps: int, seed: int = 0) -> Path:
     torch.set_num_threads(1)
     try:
         assert main(["finetune", "--model", "transformer", "--quick", "--impl", "reference", "--steps", str(steps),
-                     "--eval-every", str(min(steps, 200)), "--seed", str(seed), "--out", str(root),
-                     "--no-progress"]) == 0
+                     "--eval-every", str(eval_every or min(steps, 200)), "--seed", str(seed), "--out", str(root),
+                     "--no-progress", *extra]) == 0
     finally:
         torch.set_num_threads(threads)
     return root / "finetune-transformer-quick"
