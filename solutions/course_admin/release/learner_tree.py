@@ -4,7 +4,8 @@ It holds what learners receive from this repository (the stubs, the provided hel
 the public tests and reference outputs) and, in place of the instructor's README.md, pyproject.toml and
 Makefile, the learner's own from solutions/learner/: a README that speaks to learners (set-up in two
 commands, the chapter loop, the capstone's commands with their measured times, where to ask), a package
-without the instructor's tools, and `make check`, `make submit`, `make lab`, `make test`.
+without the instructor's tools, and `make check`, `make submit`, `make lab`, `make test`; and an
+``AGENTS.md``, in English and Chinese, that tells coding assistants to teach and not to write the exercises.
 
 The README's placeholders are filled here: ``{book}`` (the book's address, ``--book-url``, or that the
 instructor gives it), ``{chapter_table}`` (from the syllabus; titles link to their pages when the address is
@@ -26,7 +27,7 @@ from .stubs import ReleaseError
 # (the book executes the reference implementation; learners read the published book instead).
 INSTRUCTOR_ONLY = ("solutions/", ".ci/", "nbgrader_config.py", "book/", "_config.yml", "_toc.yml")
 # Files the learner's folder has in its own version (solutions/learner/<name>).
-OWN_VERSION = ("README.md", "pyproject.toml", "Makefile")
+OWN_VERSION = ("README.md", "pyproject.toml", "Makefile", "AGENTS.md")  # AGENTS.md: the AI assistants' policy
 
 
 def learner_files(root: Path) -> list[str]:

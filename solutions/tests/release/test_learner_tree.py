@@ -69,6 +69,18 @@ def test_nothing_of_the_instructor_is_in_the_tree(tree: Path) -> None:
         assert needed in shipped, needed
 
 
+def test_the_tree_tells_ai_assistants_to_teach_not_to_solve(tree: Path) -> None:
+    agents = (tree / "AGENTS.md").read_text(encoding="utf-8")
+    english, chinese = agents.split("\n---\n", 1)
+    for text in (english, chinese):                               # both languages name the same rules
+        assert "`course_lib/`" in text and "`course_lib/provided/`" in text and "NotImplementedError" in text
+        assert "make check CH=NN" in text
+    assert "Do not" in english and "guiding questions" in english and "chapter 02" in english
+    assert "不要" in chinese and "引导性问题" in chinese and "第 02 章" in chinese
+    readme = (tree / "README.md").read_text(encoding="utf-8")
+    assert "## Using an AI assistant" in readme and "`AGENTS.md`" in readme and "Why:" in readme
+
+
 def test_the_tree_has_its_own_readme_pyproject_and_makefile(tree: Path) -> None:
     readme = (tree / "README.md").read_text()
     assert readme.startswith("# Transformers from Scratch: your course folder")
