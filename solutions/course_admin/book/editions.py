@@ -1,0 +1,79 @@
+"""The book's two editions from one source: English in ``_build/html/``, Simplified Chinese in ``_build/html/zh/``.
+
+``make book`` builds the English edition (Jupyter Book, every page executed or taken from the execution
+cache), then runs this module, which
+
+1. extracts the English messages of every page with Sphinx's gettext builder into ``_build/gettext``;
+2. checks the Chinese catalogs against them (catalogs.py): a message of the English without a translation,
+   a fuzzy one, a translation that lost markup or breaks the typography fails the build, named, so an
+   English change cannot land without its translation;
+3. builds the Chinese edition with the same configuration, ``language = "zh_CN"`` and the catalogs of
+   ``book/locale``, sharing the English build's execution cache: no page runs a second time.
+
+Each page of either edition links to the same page of the other (language.py). Run alone:
+
+    .venv/bin/python -m course_admin.book.editions [--no-check]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from course_lib.provided.layout import LAYOUT
+
+from . import catalogs
+
+ROOT = LAYOUT.root
+BUILD = ROOT / "_build"
+ZH_HTML = BUILD / "html" / "zh"
+
+
+def _sphinx(builder: str, out: Path, doctrees: Path, overrides: dict) -> int:
+    from jupyter_book.sphinx import build_sphinx
+    result = build_sphinx(ROOT, out, noconfig=True, path_config=ROOT / "_config.yml", builder=builder,
+                          confoverrides={"external_toc_path": (ROOT / "_toc.yml").as_posix(),
+                                         "latex_individualpages": False,
+                                         "nb_execution_cache_path": str(BUILD / ".jupyter_cache"), **overrides},
+                          doctreedir=doctrees, warningiserror=True, keep_going=True, quiet=True)
+    return result if isinstance(result, int) else 1
+
+
+def extract(out: Path = catalogs.EXTRACTED) -> int:
+    """The English messages of every page, one ``.pot`` per page (``gettext_compact`` off)."""
+    return _sphinx("gettext", out, BUILD / ".doctrees-gettext", {"gettext_compact": False})
+
+
+def build_chinese(out: Path = ZH_HTML) -> int:
+    """The Chinese edition: the same sources, the catalogs of ``book/locale``."""
+    return _sphinx("html", out, BUILD / ".doctrees-zh", {"language": catalogs.LANGUAGE, "gettext_compact": False,
+                                                          "locale_dirs": [str(catalogs.LOCALE)]})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m course_admin.book.editions", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-check", action="store_true", help="build the Chinese edition even if out of sync")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    if extract() != 0:
+        print("editions: extracting the English messages failed (above)", file=sys.stderr)
+        return 1
+    problems = [p for page in catalogs.pages() for p in catalogs.problems(page)]
+    if problems and not args.no_check:
+        print("\n".join(problems[:40]), file=sys.stderr)
+        print(f"editions: the Chinese edition is out of sync with the English ({len(problems)} problem(s) above): "
+              "translate them (python -m course_admin.book.catalogs todo PAGE, then apply; the appendix for "
+              "contributors says how)", file=sys.stderr)
+        return 1
+    if build_chinese() != 0:
+        print("editions: building the Chinese edition failed (above)", file=sys.stderr)
+        return 1
+    print(f"editions: messages extracted, catalogs in sync, Chinese edition at {ZH_HTML / 'index.html'} "
+          f"({time.perf_counter() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

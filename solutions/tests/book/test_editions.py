@@ -1,0 +1,62 @@
+"""The built book's two editions (editions.py, language.py): every page in English and in Chinese.
+
+Each page of ``_build/html`` says ``<html lang="en">`` and links to the same page of ``_build/html/zh``, which
+says ``lang="zh-CN"``, links back, and is Chinese (its title translated); the shipped CJK font has a glyph
+for every character of the Chinese edition. The browser test (test_browser.py) opens the pages of both.
+
+Needs the built book ($COURSE_BOOK_HTML, else _build/html); skipped without it unless $COURSE_REQUIRE_BOOK.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from course_admin.book import browser_check, cjk_font, language
+from course_lib.provided.layout import REPO_ROOT
+
+BOOK = Path(os.environ.get("COURSE_BOOK_HTML") or REPO_ROOT / "_build" / "html")
+ZH = BOOK / language.SUBFOLDER
+REQUIRED = bool(os.environ.get("COURSE_REQUIRE_BOOK"))
+LANG = re.compile(r'<html lang="([^"]+)"')
+SWITCH = re.compile(r'<p class="course-edition"[^>]*><a href="([^"]+)" hreflang="([^"]+)"')
+TITLE = re.compile(r"<h1>(.*?)<", re.S)
+
+
+@pytest.fixture(scope="module")
+def editions() -> tuple[list[Path], list[Path]]:
+    if not (BOOK / "index.html").is_file() or not (ZH / "index.html").is_file():
+        if REQUIRED:
+            pytest.fail(f"no built book with its Chinese edition at {BOOK} ($COURSE_REQUIRE_BOOK is set)")
+        pytest.skip("no built book (make book)")
+    english = [p for p in browser_check.pages(BOOK) if ZH not in p.parents and not browser_check.redirect_of(p)]
+    chinese = [p for p in browser_check.pages(ZH) if not browser_check.redirect_of(p)]
+    return english, chinese
+
+
+def test_every_page_has_its_twin_in_the_other_edition(editions) -> None:
+    english, chinese = editions
+    assert {p.relative_to(BOOK) for p in english} == {p.relative_to(ZH) for p in chinese}
+    for page, tag, other in [(p, "en", "zh-CN") for p in english] + [(p, "zh-CN", "en") for p in chinese]:
+        html = page.read_text(encoding="utf-8")
+        assert LANG.search(html)[1] == tag, page
+        if "genindex" in page.name or "search" in page.name:
+            continue
+        href, hreflang = SWITCH.search(html).groups()
+        assert hreflang == other and (page.parent / href).resolve().is_file(), (page, href)
+
+
+def test_the_chinese_pages_are_chinese(editions) -> None:
+    _, chinese = editions
+    titled = [p for p in chinese if TITLE.search(p.read_text(encoding="utf-8"))]
+    untranslated = [p.name for p in titled if not cjk_font.CJK.search(TITLE.search(p.read_text(encoding="utf-8"))[1])]
+    assert len(titled) >= 14 and untranslated == []
+
+
+def test_the_shipped_font_draws_every_character_of_the_chinese_edition(editions) -> None:
+    _, chinese = editions
+    used = cjk_font.characters(*(p.read_text(encoding="utf-8") for p in chinese))
+    missing = sorted(used - cjk_font.font_characters())
+    assert len(used) > 1000 and missing == [], "".join(missing[:80])
