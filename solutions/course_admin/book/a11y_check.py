@@ -1,0 +1,115 @@
+"""The built book checked for accessibility with axe-core, the engine the book's themes (pydata-sphinx-theme,
+sphinx-book-theme) test their own pages with: headless Chromium (browser_check.chromium) opens every page at
+each width of browser_check.VIEWPORTS, waits for MathJax and the fonts, opens every ``<details>`` (the hidden
+code cells a reader shows) and waits for its fade-in to end, injects ``axe.min.js`` and runs every rule axe
+runs by default. Used by solutions/tests/book/test_a11y.py.
+
+Reported, one line each (rule id, impact, the node's CSS selector, what axe says is wrong): every node of a
+violation whose impact is "serious" or "critical", and, whatever its impact, every node of the rules named in
+``ALWAYS`` (heading-order is only "moderate" for axe, yet a skipped heading level breaks a screen reader's
+outline of the page). Besides axe's rules, one of the course's own: ``alt-is-file-name``, an image whose alt text
+is its file name (Sphinx writes the image's path as the alt text of a cell's figure that has none, and axe
+takes any alt text). Not reported: the other "minor" and "moderate" findings, and axe's "incomplete" ones
+(what it could not decide, such as contrast over an image).
+
+axe-core is the npm package pinned in the Makefile's ``install`` target, installed into ``.a11y/`` (``$AXE_JS``
+names another copy of ``axe.min.js``).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from course_lib.provided.layout import REPO_ROOT
+
+from . import browser_check
+
+AXE_VERSION = "4.10.3"  # the same pin as the Makefile's
+IMPACTS = ("serious", "critical")
+ALWAYS = ("heading-order",)
+
+SETTLE = r"""async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  await document.fonts.ready;
+  document.querySelectorAll('details').forEach(d => { d.open = true; });  // "show code": what a reader opens
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  await Promise.all(document.getAnimations().map(a => a.finished));  // a fade-in measured half-way is no colour
+}"""
+
+RUN = r"""async ([impacts, always]) => {
+  const FILE = /^\S*\.(svg|png|jpe?g|gif|webp)$/i;
+  const where = (img, src) => img.id ? `#${img.id}`
+    : `${img.parentElement.closest('[id]') ? '#' + img.parentElement.closest('[id]').id + ' ' : ''}img[src="${src}"]`;
+  const result = await axe.run(document, {resultTypes: ['violations']});
+  const found = [];
+  for (const rule of result.violations) {
+    for (const node of rule.nodes) {
+      const impact = node.impact || rule.impact;
+      if (!impacts.includes(impact) && !always.includes(rule.id)) continue;
+      found.push({rule: rule.id, impact, target: node.target.flat().join(' >> '),
+                  why: (node.failureSummary || rule.help).replace(/\s+/g, ' ').trim().slice(0, 240)});
+    }
+  }
+  for (const img of document.querySelectorAll('img[alt]')) {  // axe takes any alt text; a file name says nothing
+    const alt = img.getAttribute('alt').trim(), src = img.getAttribute('src') || '';
+    if (alt && (alt === src || alt === src.split('/').pop() || FILE.test(alt))) {
+      found.push({rule: 'alt-is-file-name', impact: 'serious', target: where(img, src),
+                  why: `the image's alt text is its file name (${alt.slice(0, 60)}): say what it shows`});
+    }
+  }
+  return {version: axe.version, found};
+}"""
+
+
+def axe_js() -> Path | None:
+    """axe-core's ``axe.min.js`` ($AXE_JS, else the Makefile's copy in .a11y/), or None when absent."""
+    path = Path(os.environ.get("AXE_JS") or REPO_ROOT / ".a11y" / "node_modules" / "axe-core" / "axe.min.js")
+    return path if path.is_file() else None
+
+
+def installed_version(script: Path) -> str:
+    """The version of the axe-core package ``script`` comes from (its package.json), or "" when unknown."""
+    meta = script.parent / "package.json"
+    return json.loads(meta.read_text(encoding="utf-8")).get("version", "") if meta.is_file() else ""
+
+
+def describe(hit: dict) -> str:
+    """One violation as a line of the report."""
+    return f"{hit['rule']} ({hit['impact']}) at {hit['target']}: {hit['why']}"
+
+
+def _offline(page) -> None:
+    """Let the page load only local files (the book loads nothing from the internet)."""
+    local = ("file:", "data:", "blob:", "about:")
+    page.route("**/*", lambda r, _q=None: r.continue_() if r.request.url.startswith(local) else r.abort())
+
+
+def check_pages(html: Path, only: list[Path] | None = None) -> dict[str, list[str]]:
+    """{"page [width]": the reported violations} for every page of ``html`` (or ``only``) at each width of
+    browser_check.VIEWPORTS; a redirect page (index.html) is left out."""
+    from playwright.sync_api import sync_playwright
+
+    script = axe_js()
+    if script is None:
+        raise FileNotFoundError("axe-core is not installed (make install: npm install --prefix .a11y axe-core)")
+    html = html.resolve()
+    paths = [p.resolve() for p in (only or browser_check.pages(html)) if not browser_check.redirect_of(p)]
+    found: dict[str, list[str]] = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=browser_check.chromium(), args=browser_check.CHROMIUM_FLAGS)
+        try:
+            for label, (width, height) in browser_check.VIEWPORTS.items():
+                context = browser.new_context(viewport={"width": width, "height": height})
+                page = context.new_page()
+                _offline(page)
+                for path in paths:
+                    page.goto(path.as_uri(), wait_until="load")
+                    page.evaluate(SETTLE)
+                    page.add_script_tag(path=str(script))
+                    result = page.evaluate(RUN, [list(IMPACTS), list(ALWAYS)])
+                    found[f"{path.relative_to(html).as_posix()} [{label}]"] = [describe(h) for h in result["found"]]
+                context.close()
+        finally:
+            browser.close()
+    return found
