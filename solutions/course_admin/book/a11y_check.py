@@ -1,8 +1,9 @@
 """The built book checked for accessibility with axe-core, the engine the book's themes (pydata-sphinx-theme,
-sphinx-book-theme) test their own pages with: headless Chromium (browser_check.chromium) opens every page at
-each width of browser_check.VIEWPORTS, waits for MathJax and the fonts, opens every ``<details>`` (the hidden
-code cells a reader shows) and waits for its fade-in to end, injects ``axe.min.js`` and runs every rule axe
-runs by default. Used by solutions/tests/book/test_a11y.py.
+sphinx-book-theme) test their own pages with: headless Chromium (browser_check.chromium) opens every page in each view of
+``VIEWS`` (each width of browser_check.VIEWPORTS, and the desktop in the theme's dark colours), two pages at a time,
+waits for MathJax and the fonts, opens every ``<details>`` (the hidden code cells a reader shows) and waits for its
+fade-in to end, injects ``axe.min.js`` and runs every rule axe runs by default. Used by
+solutions/tests/book/test_a11y.py.
 
 Reported, one line each (rule id, impact, the node's CSS selector, what axe says is wrong): every node of a
 violation whose impact is "serious" or "critical", and, whatever its impact, every node of the rules named in
@@ -17,6 +18,7 @@ names another copy of ``axe.min.js``).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -26,6 +28,11 @@ from course_lib.provided.layout import REPO_ROOT
 from . import browser_check
 
 AXE_VERSION = "4.10.3"  # the same pin as the Makefile's
+# Each width of browser_check.VIEWPORTS in the theme's light colours, and the desktop in its dark ones (the
+# theme follows the reader's system setting)
+VIEWS = {**{label: (size, "light") for label, size in browser_check.VIEWPORTS.items()},
+         "desktop dark": (browser_check.VIEWPORTS["desktop"], "dark")}
+WORKERS = 2  # pages checked at once, each in its own renderer process: the CI machine has two cores
 IMPACTS = ("serious", "critical")
 ALWAYS = ("heading-order",)
 
@@ -79,37 +86,58 @@ def describe(hit: dict) -> str:
     return f"{hit['rule']} ({hit['impact']}) at {hit['target']}: {hit['why']}"
 
 
-def _offline(page) -> None:
-    """Let the page load only local files (the book loads nothing from the internet)."""
-    local = ("file:", "data:", "blob:", "about:")
-    page.route("**/*", lambda r, _q=None: r.continue_() if r.request.url.startswith(local) else r.abort())
+async def _local_only(route) -> None:
+    """Let a page load only local files (the book loads nothing from the internet)."""
+    if route.request.url.startswith(("file:", "data:", "blob:", "about:")):
+        await route.continue_()
+    else:
+        await route.abort()
+
+
+async def _check_view(browser, label: str, html: Path, paths: list[Path], script: Path) -> dict[str, list[str]]:
+    """The reported violations of ``paths`` in one view of VIEWS, WORKERS pages at a time."""
+    (width, height), scheme = VIEWS[label]
+    context = await browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    todo, found = list(paths), {}
+
+    async def worker() -> None:
+        page = await context.new_page()
+        await page.route("**/*", _local_only)
+        while todo:
+            path = todo.pop(0)
+            await page.goto(path.as_uri(), wait_until="load")
+            await page.evaluate(SETTLE)
+            await page.add_script_tag(path=str(script))
+            result = await page.evaluate(RUN, [list(IMPACTS), list(ALWAYS)])
+            found[f"{path.relative_to(html).as_posix()} [{label}]"] = [describe(h) for h in result["found"]]
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(WORKERS)))
+    finally:
+        await context.close()
+    return found
+
+
+async def _check_all(html: Path, paths: list[Path], script: Path) -> dict[str, list[str]]:
+    from playwright.async_api import async_playwright
+
+    found: dict[str, list[str]] = {}
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=browser_check.chromium(), args=browser_check.CHROMIUM_FLAGS)
+        try:
+            for label in VIEWS:
+                found |= await _check_view(browser, label, html, paths, script)
+        finally:
+            await browser.close()
+    return dict(sorted(found.items()))
 
 
 def check_pages(html: Path, only: list[Path] | None = None) -> dict[str, list[str]]:
-    """{"page [width]": the reported violations} for every page of ``html`` (or ``only``) at each width of
-    browser_check.VIEWPORTS; a redirect page (index.html) is left out."""
-    from playwright.sync_api import sync_playwright
-
+    """{"page [view]": the reported violations} for every page of ``html`` (or ``only``) in each view of VIEWS;
+    a redirect page (index.html) is left out."""
     script = axe_js()
     if script is None:
         raise FileNotFoundError("axe-core is not installed (make install: npm install --prefix .a11y axe-core)")
     html = html.resolve()
     paths = [p.resolve() for p in (only or browser_check.pages(html)) if not browser_check.redirect_of(p)]
-    found: dict[str, list[str]] = {}
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=browser_check.chromium(), args=browser_check.CHROMIUM_FLAGS)
-        try:
-            for label, (width, height) in browser_check.VIEWPORTS.items():
-                context = browser.new_context(viewport={"width": width, "height": height})
-                page = context.new_page()
-                _offline(page)
-                for path in paths:
-                    page.goto(path.as_uri(), wait_until="load")
-                    page.evaluate(SETTLE)
-                    page.add_script_tag(path=str(script))
-                    result = page.evaluate(RUN, [list(IMPACTS), list(ALWAYS)])
-                    found[f"{path.relative_to(html).as_posix()} [{label}]"] = [describe(h) for h in result["found"]]
-                context.close()
-        finally:
-            browser.close()
-    return found
+    return asyncio.run(_check_all(html, paths, script))
