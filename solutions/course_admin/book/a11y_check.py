@@ -1,8 +1,8 @@
 """The built book checked for accessibility with axe-core, the engine the book's themes (pydata-sphinx-theme,
-sphinx-book-theme) test their own pages with: headless Chromium (browser_check.chromium) opens every page in each view of
-``VIEWS`` (each width of browser_check.VIEWPORTS, and the desktop in the theme's dark colours), two pages at a time,
-waits for MathJax and the fonts, opens every ``<details>`` (the hidden code cells a reader shows) and waits for its
-fade-in to end, injects ``axe.min.js`` and runs every rule axe runs by default. Used by
+sphinx-book-theme) test their own pages with: headless Chromium (browser_check.chromium) opens every page in each
+view of ``VIEWS`` (each width of browser_check.VIEWPORTS, and the desktop in the theme's dark colours), two pages
+at a time, waits for MathJax and the fonts, opens every ``<details>`` (the hidden code cells a reader shows) and
+waits for its fade-in to end, injects ``axe.min.js`` and runs every rule axe runs by default. Used by
 solutions/tests/book/test_a11y.py.
 
 Reported, one line each (rule id, impact, the node's CSS selector, what axe says is wrong): every node of a
@@ -65,7 +65,7 @@ RUN = r"""async ([impacts, always]) => {
                   why: `the image's alt text is its file name (${alt.slice(0, 60)}): say what it shows`});
     }
   }
-  return {version: axe.version, found};
+  return found;
 }"""
 
 
@@ -108,8 +108,8 @@ async def _check_view(browser, label: str, html: Path, paths: list[Path], script
             await page.goto(path.as_uri(), wait_until="load")
             await page.evaluate(SETTLE)
             await page.add_script_tag(path=str(script))
-            result = await page.evaluate(RUN, [list(IMPACTS), list(ALWAYS)])
-            found[f"{path.relative_to(html).as_posix()} [{label}]"] = [describe(h) for h in result["found"]]
+            hits = await page.evaluate(RUN, [list(IMPACTS), list(ALWAYS)])
+            found[f"{path.relative_to(html).as_posix()} [{label}]"] = [describe(h) for h in hits]
 
     try:
         await asyncio.gather(*(worker() for _ in range(WORKERS)))
@@ -123,7 +123,8 @@ async def _check_all(html: Path, paths: list[Path], script: Path) -> dict[str, l
 
     found: dict[str, list[str]] = {}
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=browser_check.chromium(), args=browser_check.CHROMIUM_FLAGS)
+        browser = await pw.chromium.launch(executable_path=browser_check.chromium(),
+                                           args=browser_check.CHROMIUM_FLAGS)
         try:
             for label in VIEWS:
                 found |= await _check_view(browser, label, html, paths, script)

@@ -23,7 +23,8 @@ from .built_book import BOOK, need, need_browser
 PIXEL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ"
          "RU5ErkJggg==")
 PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{name}</title>
-<style>details[open] .fade {{ animation: fade 0.5s; }} @keyframes fade {{ from {{ opacity: 0; }} to {{ opacity: 1; }} }}</style>
+<style>details[open] .fade {{ animation: fade 0.5s; }}
+@keyframes fade {{ from {{ opacity: 0; }} to {{ opacity: 1; }} }}</style>
 </head><body>
 <main><h1>A planted page</h1>
 <img id="picture" src="{pixel}" width="40" height="40"{alt}>
