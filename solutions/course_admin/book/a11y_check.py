@@ -7,8 +7,8 @@ solutions/tests/book/test_a11y.py.
 
 Reported, one line each (rule id, impact, the node's CSS selector, what axe says is wrong): every node of a
 violation whose impact is "serious" or "critical", and, whatever its impact, every node of the rules named in
-``ALWAYS`` (heading-order is only "moderate" for axe, yet a skipped heading level breaks a screen reader's
-outline of the page). Besides axe's rules, one of the course's own: ``alt-is-file-name``, an image whose alt text
+``ALWAYS``, which axe rates "moderate": heading-order (a skipped heading level breaks a screen reader's outline
+of the page) and region (content outside every landmark is skipped by a reader who moves between them). Besides axe's rules, one of the course's own: ``alt-is-file-name``, an image whose alt text
 is its file name (Sphinx writes the image's path as the alt text of a cell's figure that has none, and axe
 takes any alt text). Not reported: the other "minor" and "moderate" findings, and axe's "incomplete" ones
 (what it could not decide, such as contrast over an image).
@@ -34,7 +34,7 @@ VIEWS = {**{label: (size, "light") for label, size in browser_check.VIEWPORTS.it
          "desktop dark": (browser_check.VIEWPORTS["desktop"], "dark")}
 WORKERS = 2  # pages checked at once, each in its own renderer process: the CI machine has two cores
 IMPACTS = ("serious", "critical")
-ALWAYS = ("heading-order",)
+ALWAYS = ("heading-order", "region")
 
 SETTLE = r"""async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }

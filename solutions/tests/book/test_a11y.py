@@ -1,12 +1,13 @@
-"""The built book's accessibility as axe-core sees it (a11y_check.py): no page, at desktop or at phone width or
-in the dark colours, has a violation of impact "serious" or "critical", nor a skipped heading level (heading-order).
+"""The built book's accessibility as axe-core sees it (a11y_check.py): no page, at desktop or at phone width or in
+the dark colours, has a violation of impact "serious" or "critical", nor a skipped heading level (heading-order)
+or content outside every landmark (region).
 
-Planted pages, which need no built book (only Chromium, playwright and axe-core), show that a missing alt
-text, a low-contrast colour, a skipped heading level and a scrollable region no keyboard can reach are each
-reported under its axe rule id (the contrast of a hidden code cell's text too, once shown, and only once its
-fade-in has ended: dark text measured half-way would read as low contrast), as is a figure
-whose alt text is its file name (alt-is-file-name), and that the same page with each fixed is reported
-clean. The axe-core in use is the version the Makefile pins.
+Planted pages, which need no built book (only Chromium, playwright and axe-core), show that a missing alt text, a
+low-contrast colour, a skipped heading level, a scrollable region no keyboard can reach and a line outside every
+landmark are each reported under its axe rule id (the contrast of a hidden code cell's text too, once shown, and
+only once its fade-in has ended: dark text measured half-way would read as low contrast), as is a figure whose
+alt text is its file name (alt-is-file-name), and that the same page with each fixed is reported clean. The
+axe-core in use is the version the Makefile pins.
 """
 from __future__ import annotations
 
@@ -34,14 +35,16 @@ PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{nam
 <p class="fade" style="color: #333333">print("fades in when shown")</p></details>
 <{heading} id="section">A section</{heading}>
 <div id="output" style="overflow: auto; width: 120px; height: 40px"{tabindex}><p style="width: 600px">{text}</p></div>
-</main></body></html>"""
+</main>{outside}</body></html>"""
 TEXT = "A line of output far wider than its box, which a reader scrolls to read the end of. " * 3
 PLANTED = PAGE.format(name="planted", pixel=PIXEL, alt="", plot_alt="../_images/0f3a9c.svg", colour="#b0b0b0",
-                      heading="h3", tabindex="", text=TEXT)
+                      heading="h3", tabindex="", text=TEXT,
+                      outside='<p id="outside">A line outside every landmark.</p>')
 GOOD = PAGE.format(name="good", pixel=PIXEL, alt=' alt="a black square"', plot_alt="another black square",
-                   colour="#333333", heading="h2", tabindex=' tabindex="0"', text=TEXT)
+                   colour="#333333", heading="h2", tabindex=' tabindex="0"', text=TEXT, outside="")
 EXPECTED = [("image-alt", "#picture"), ("alt-is-file-name", "#plot"), ("color-contrast", "#sentence"),
-            ("color-contrast", "#hidden"), ("heading-order", "#section"), ("scrollable-region-focusable", "#output")]
+            ("color-contrast", "#hidden"), ("heading-order", "#section"), ("scrollable-region-focusable", "#output"),
+            ("region", "#outside")]
 
 
 @pytest.fixture(scope="module")
