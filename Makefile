@@ -27,7 +27,17 @@ $(HUB_PROXY):
 	    || echo "configurable-http-proxy not installed: the real-hub test will be skipped"; \
 	else echo "npm not found: the real-hub test (solutions/tests/exports/test_hub.py) will be skipped"; fi
 
-install: $(BIN)/course $(HUB_PROXY)  ## create .venv and install the course and its tools
+# The accessibility test of the book (solutions/tests/book/test_a11y.py) injects axe-core, an npm package, into
+# each page: installed into .a11y/ at this exact version (AXE_VERSION in solutions/course_admin/book/a11y_check.py).
+AXE_VERSION := 4.10.3
+AXE_JS := .a11y/node_modules/axe-core/axe.min.js
+$(AXE_JS):
+	@if command -v npm >/dev/null 2>&1; then \
+	    npm install --prefix .a11y --no-audit --no-fund --silent --save-exact axe-core@$(AXE_VERSION) \
+	    || echo "axe-core not installed: the accessibility test of the book fails"; \
+	else echo "npm not found: the accessibility test of the book (solutions/tests/book/test_a11y.py) fails"; fi
+
+install: $(BIN)/course $(HUB_PROXY) $(AXE_JS)  ## create .venv and install the course and its tools
 
 book: install  ## build the book, English and Chinese, every page executed; warnings are errors
 	@test -d solutions/course_ref || { echo "The book runs the reference implementation, which only the instructor's repository has: read the published book."; exit 1; }

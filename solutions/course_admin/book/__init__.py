@@ -1,8 +1,9 @@
 """The book's own code: its Sphinx extensions (named in _config.yml) and the built book checked in a browser.
 
 The execution cache tied to the course's sources (course_sources.py), launch buttons (launch_buttons.py),
-the CJK font of pages and figures (cjk_font.py), two fixes to the theme's scripts (page_fixes.py), and
-what a reader's browser shows of every page (browser_check.py, used by solutions/tests/book/).
+the CJK font of pages and figures (cjk_font.py), two fixes to the theme's scripts (page_fixes.py),
+what a reader's browser shows of every page (browser_check.py) and what axe-core finds inaccessible in it
+(a11y_check.py), both used by solutions/tests/book/.
 
 May import: ``course_lib.provided`` only.
 """

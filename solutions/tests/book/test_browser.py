@@ -9,25 +9,14 @@ shows that each kind of problem is found.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from course_admin.book import browser_check, cjk_font
-from course_lib.provided.layout import REPO_ROOT
 
-
-REQUIRED = bool(os.environ.get("COURSE_REQUIRE_BOOK"))
-BOOK = Path(os.environ.get("COURSE_BOOK_HTML") or REPO_ROOT / "_build" / "html")
-
-
-def _need(condition: bool, why: str) -> None:
-    if not condition:
-        if REQUIRED:
-            pytest.fail(f"{why} ($COURSE_REQUIRE_BOOK is set)")
-        pytest.skip(why)
+from .built_book import BOOK, need as _need, need_browser
 
 
 def _no_system_cjk_font() -> bool:
@@ -40,11 +29,7 @@ def _no_system_cjk_font() -> bool:
 
 @pytest.fixture(scope="module")
 def browser_ready() -> None:
-    _need(browser_check.chromium() is not None, "no Chromium (apt-get install chromium)")
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        _need(False, "no playwright (pip install -e '.[dev]')")
+    need_browser()
 
 
 PLANTED = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>{style}</style>

@@ -1,0 +1,144 @@
+"""The built book checked for accessibility with axe-core, the engine the book's themes (pydata-sphinx-theme,
+sphinx-book-theme) test their own pages with: headless Chromium (browser_check.chromium) opens every page in each
+view of ``VIEWS`` (each width of browser_check.VIEWPORTS, and the desktop in the theme's dark colours), two pages
+at a time, waits for MathJax and the fonts, opens every ``<details>`` (the hidden code cells a reader shows) and
+waits for its fade-in to end, injects ``axe.min.js`` and runs every rule axe runs by default. Used by
+solutions/tests/book/test_a11y.py.
+
+Reported, one line each (rule id, impact, the node's CSS selector, what axe says is wrong): every node of a
+violation whose impact is "serious" or "critical", and, whatever its impact, every node of the rules named in
+``ALWAYS``, which axe rates "moderate": heading-order (a skipped heading level breaks a screen reader's outline
+of the page) and region (content outside every landmark is skipped by a reader who moves between them). Besides axe's rules, one of the course's own: ``alt-is-file-name``, an image whose alt text
+is its file name (Sphinx writes the image's path as the alt text of a cell's figure that has none, and axe
+takes any alt text). Not reported: the other "minor" and "moderate" findings, and axe's "incomplete" ones
+(what it could not decide, such as contrast over an image).
+
+axe-core is the npm package pinned in the Makefile's ``install`` target, installed into ``.a11y/`` (``$AXE_JS``
+names another copy of ``axe.min.js``).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+from course_lib.provided.layout import REPO_ROOT
+
+from . import browser_check
+
+AXE_VERSION = "4.10.3"  # the same pin as the Makefile's
+# Each width of browser_check.VIEWPORTS in the theme's light colours, and the desktop in its dark ones (the
+# theme follows the reader's system setting)
+VIEWS = {**{label: (size, "light") for label, size in browser_check.VIEWPORTS.items()},
+         "desktop dark": (browser_check.VIEWPORTS["desktop"], "dark")}
+WORKERS = 2  # pages checked at once, each in its own renderer process: the CI machine has two cores
+IMPACTS = ("serious", "critical")
+ALWAYS = ("heading-order", "region")
+
+SETTLE = r"""async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  await document.fonts.ready;
+  document.querySelectorAll('details').forEach(d => { d.open = true; });  // "show code": what a reader opens
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  await Promise.all(document.getAnimations().map(a => a.finished));  // a fade-in measured half-way is no colour
+}"""
+
+RUN = r"""async ([impacts, always]) => {
+  const FILE = /^\S*\.(svg|png|jpe?g|gif|webp)$/i;
+  const where = (img, src) => img.id ? `#${img.id}`
+    : `${img.parentElement.closest('[id]') ? '#' + img.parentElement.closest('[id]').id + ' ' : ''}img[src="${src}"]`;
+  const result = await axe.run(document, {resultTypes: ['violations']});
+  const found = [];
+  for (const rule of result.violations) {
+    for (const node of rule.nodes) {
+      const impact = node.impact || rule.impact;
+      if (!impacts.includes(impact) && !always.includes(rule.id)) continue;
+      found.push({rule: rule.id, impact, target: node.target.flat().join(' >> '),
+                  why: (node.failureSummary || rule.help).replace(/\s+/g, ' ').trim().slice(0, 240)});
+    }
+  }
+  for (const img of document.querySelectorAll('img[alt]')) {  // axe takes any alt text; a file name says nothing
+    const alt = img.getAttribute('alt').trim(), src = img.getAttribute('src') || '';
+    if (alt && (alt === src || alt === src.split('/').pop() || FILE.test(alt))) {
+      found.push({rule: 'alt-is-file-name', impact: 'serious', target: where(img, src),
+                  why: `the image's alt text is its file name (${alt.slice(0, 60)}): say what it shows`});
+    }
+  }
+  return found;
+}"""
+
+
+def axe_js() -> Path | None:
+    """axe-core's ``axe.min.js`` ($AXE_JS, else the Makefile's copy in .a11y/), or None when absent."""
+    path = Path(os.environ.get("AXE_JS") or REPO_ROOT / ".a11y" / "node_modules" / "axe-core" / "axe.min.js")
+    return path if path.is_file() else None
+
+
+def installed_version(script: Path) -> str:
+    """The version of the axe-core package ``script`` comes from (its package.json), or "" when unknown."""
+    meta = script.parent / "package.json"
+    return json.loads(meta.read_text(encoding="utf-8")).get("version", "") if meta.is_file() else ""
+
+
+def describe(hit: dict) -> str:
+    """One violation as a line of the report."""
+    return f"{hit['rule']} ({hit['impact']}) at {hit['target']}: {hit['why']}"
+
+
+async def _local_only(route) -> None:
+    """Let a page load only local files (the book loads nothing from the internet)."""
+    if route.request.url.startswith(("file:", "data:", "blob:", "about:")):
+        await route.continue_()
+    else:
+        await route.abort()
+
+
+async def _check_view(browser, label: str, html: Path, paths: list[Path], script: Path) -> dict[str, list[str]]:
+    """The reported violations of ``paths`` in one view of VIEWS, WORKERS pages at a time."""
+    (width, height), scheme = VIEWS[label]
+    context = await browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+    todo, found = list(paths), {}
+
+    async def worker() -> None:
+        page = await context.new_page()
+        await page.route("**/*", _local_only)
+        while todo:
+            path = todo.pop(0)
+            await page.goto(path.as_uri(), wait_until="load")
+            await page.evaluate(SETTLE)
+            await page.add_script_tag(path=str(script))
+            hits = await page.evaluate(RUN, [list(IMPACTS), list(ALWAYS)])
+            found[f"{path.relative_to(html).as_posix()} [{label}]"] = [describe(h) for h in hits]
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(WORKERS)))
+    finally:
+        await context.close()
+    return found
+
+
+async def _check_all(html: Path, paths: list[Path], script: Path) -> dict[str, list[str]]:
+    from playwright.async_api import async_playwright
+
+    found: dict[str, list[str]] = {}
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=browser_check.chromium(),
+                                           args=browser_check.CHROMIUM_FLAGS)
+        try:
+            for label in VIEWS:
+                found |= await _check_view(browser, label, html, paths, script)
+        finally:
+            await browser.close()
+    return dict(sorted(found.items()))
+
+
+def check_pages(html: Path, only: list[Path] | None = None) -> dict[str, list[str]]:
+    """{"page [view]": the reported violations} for every page of ``html`` (or ``only``) in each view of VIEWS;
+    a redirect page (index.html) is left out."""
+    script = axe_js()
+    if script is None:
+        raise FileNotFoundError("axe-core is not installed (make install: npm install --prefix .a11y axe-core)")
+    html = html.resolve()
+    paths = [p.resolve() for p in (only or browser_check.pages(html)) if not browser_check.redirect_of(p)]
+    return asyncio.run(_check_all(html, paths, script))

@@ -1,0 +1,81 @@
+"""The built book's accessibility as axe-core sees it (a11y_check.py): no page, at desktop or at phone width or in
+the dark colours, has a violation of impact "serious" or "critical", nor a skipped heading level (heading-order)
+or content outside every landmark (region).
+
+Planted pages, which need no built book (only Chromium, playwright and axe-core), show that a missing alt text, a
+low-contrast colour, a skipped heading level, a scrollable region no keyboard can reach and a line outside every
+landmark are each reported under its axe rule id (the contrast of a hidden code cell's text too, once shown, and
+only once its fade-in has ended: dark text measured half-way would read as low contrast), as is a figure whose
+alt text is its file name (alt-is-file-name), and that the same page with each fixed is reported clean. The
+axe-core in use is the version the Makefile pins.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from course_admin.book import a11y_check
+from course_lib.provided.layout import REPO_ROOT
+
+from .built_book import BOOK, need, need_browser
+
+PIXEL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ"
+         "RU5ErkJggg==")
+PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{name}</title>
+<style>details[open] .fade {{ animation: fade 0.5s; }}
+@keyframes fade {{ from {{ opacity: 0; }} to {{ opacity: 1; }} }}</style>
+</head><body>
+<main><h1>A planted page</h1>
+<img id="picture" src="{pixel}" width="40" height="40"{alt}>
+<figure id="figure"><img id="plot" src="{pixel}" width="40" height="40" alt="{plot_alt}"></figure>
+<p id="sentence" style="color: {colour}; background: #ffffff">A sentence a reader must be able to read.</p>
+<details><summary>Show code</summary><p id="hidden" style="color: {colour}">print("hidden until shown")</p>
+<p class="fade" style="color: #333333">print("fades in when shown")</p></details>
+<{heading} id="section">A section</{heading}>
+<div id="output" style="overflow: auto; width: 120px; height: 40px"{tabindex}><p style="width: 600px">{text}</p></div>
+</main>{outside}</body></html>"""
+TEXT = "A line of output far wider than its box, which a reader scrolls to read the end of. " * 3
+PLANTED = PAGE.format(name="planted", pixel=PIXEL, alt="", plot_alt="../_images/0f3a9c.svg", colour="#b0b0b0",
+                      heading="h3", tabindex="", text=TEXT,
+                      outside='<p id="outside">A line outside every landmark.</p>')
+GOOD = PAGE.format(name="good", pixel=PIXEL, alt=' alt="a black square"', plot_alt="another black square",
+                   colour="#333333", heading="h2", tabindex=' tabindex="0"', text=TEXT, outside="")
+EXPECTED = [("image-alt", "#picture"), ("alt-is-file-name", "#plot"), ("color-contrast", "#sentence"),
+            ("color-contrast", "#hidden"), ("heading-order", "#section"), ("scrollable-region-focusable", "#output"),
+            ("region", "#outside")]
+
+
+@pytest.fixture(scope="module")
+def axe_ready() -> None:
+    need_browser()
+    need(a11y_check.axe_js() is not None, "no axe-core (make install: npm install --prefix .a11y axe-core)")
+
+
+def test_axe_is_the_pinned_version(axe_ready: None) -> None:
+    assert a11y_check.installed_version(a11y_check.axe_js()) == a11y_check.AXE_VERSION
+    makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+    assert f"AXE_VERSION := {a11y_check.AXE_VERSION}\n" in makefile
+
+
+def test_each_planted_problem_is_found(tmp_path: Path, axe_ready: None) -> None:
+    (tmp_path / "planted.html").write_text(PLANTED, encoding="utf-8")
+    (tmp_path / "good.html").write_text(GOOD, encoding="utf-8")
+    found = a11y_check.check_pages(tmp_path)
+    assert set(found) == {f"{page} [{width}]" for page in ("planted.html", "good.html")
+                          for width in a11y_check.VIEWS}
+    for width in a11y_check.VIEWS:
+        planted = found[f"planted.html [{width}]"]
+        for rule, target in EXPECTED:
+            assert any(re.match(rf"{rule} \((serious|critical|moderate)\) at {target}:", line) for line in planted), \
+                f"{rule} on {target} not reported at {width} width:\n" + "\n".join(planted)
+        assert found[f"good.html [{width}]"] == [], found[f"good.html [{width}]"]
+
+
+def test_every_page_of_the_built_book(axe_ready: None) -> None:
+    need((BOOK / "index.html").is_file(), f"no built book at {BOOK} (make book)")
+    found = a11y_check.check_pages(BOOK)
+    assert len(found) >= 14 * len(a11y_check.VIEWS), sorted(found)  # the chapters and the appendices
+    report = "\n".join(f"{page}: {line}" for page, lines in found.items() for line in lines)
+    assert not report, f"accessibility violations in the built book:\n{report}"
