@@ -12,6 +12,9 @@ Latin letters, digits or code).
 Messages with no words to translate (a number, an identifier such as ``finetune-quick-bigrams``, a path, an
 acronym) need none: Sphinx shows the English, which is the same in both editions.
 
+The pages listed in ``book/locale/zh_CN/TRANSLATED`` are held to all of this; a page not yet listed is shown
+in English in the Chinese edition, under a line that says so (language.py), until its catalog is complete.
+
     python -m course_admin.book.catalogs todo book/08_capstone [--part 1/2]   # JSON: messages to translate
     python -m course_admin.book.catalogs lint book/08_capstone done.json      # what is wrong with a translation
     python -m course_admin.book.catalogs apply book/08_capstone done.json     # {msgid: translation} into the .po
@@ -87,6 +90,15 @@ def markup_lost(msgid: str, msgstr: str) -> list[str]:
     """The protected pieces of ``msgid`` that ``msgstr`` does not keep (each as often as in the English)."""
     missing = protected(msgid) - protected(msgstr)
     return sorted(missing)
+
+
+LIST_START = re.compile(r"^(\d+)\. ")  # "8. Capstone": a chapter's title, which re-parsed alone would be a list
+
+
+def as_title(msgid: str, msgstr: str) -> str:
+    """The translation with a leading "N. " escaped ("N\\. ") when the English starts so: Sphinx parses each
+    translation on its own, and "1. 为什么" alone is an ordered list, which a title cannot hold."""
+    return LIST_START.sub(r"\1\\. ", msgstr) if LIST_START.match(msgid) else msgstr
 
 
 def typography(msgstr: str) -> list[str]:
@@ -170,8 +182,19 @@ def problems(page: str, extracted: Path = EXTRACTED) -> list[str]:
             found.append(f"{line}: fuzzy (the English changed since it was translated): {english[:70]!r}")
         else:
             found += [f"{line}: the translation lost {piece!r}" for piece in markup_lost(english, str(got.string))]
+            if as_title(english, str(got.string)) != str(got.string):
+                found.append(f"{line}: a leading number reads as a list: write it as {as_title(english, str(got.string))[:12]!r}")
             found += [f"{line}: {issue}" for issue in typography(str(got.string)) + terms(english, str(got.string), page)]
     return found
+
+
+TRANSLATED = LOCALE / LANGUAGE / "TRANSLATED"  # the pages whose translation is complete, one a line
+
+
+def translated(path: Path = TRANSLATED) -> list[str]:
+    """The pages the Chinese edition has translated (the others it shows in English, saying so)."""
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    return [page_of(line.strip()) for line in lines if line.strip() and not line.startswith("#")]
 
 
 def pages(extracted: Path = EXTRACTED) -> list[str]:
@@ -202,7 +225,7 @@ def apply(page: str, translations: dict[str, str], extracted: Path = EXTRACTED) 
         current.update(pot, update_header_comment=False)
     for english, chinese in translations.items():
         if english in current and chinese.strip():
-            current[english].string = chinese
+            current[english].string = as_title(english, chinese)
             current[english].flags.discard("fuzzy")
     po.parent.mkdir(parents=True, exist_ok=True)
     with open(po, "wb") as fh:

@@ -4,9 +4,10 @@
 cache), then runs this module, which
 
 1. extracts the English messages of every page with Sphinx's gettext builder into ``_build/gettext``;
-2. checks the Chinese catalogs against them (catalogs.py): a message of the English without a translation,
-   a fuzzy one, a translation that lost markup or breaks the typography fails the build, named, so an
-   English change cannot land without its translation;
+2. checks the Chinese catalogs of the translated pages (``book/locale/zh_CN/TRANSLATED``) against them
+   (catalogs.py): a message of the English without a translation, a fuzzy one, a translation that lost
+   markup or breaks the typography fails the build, named, so an English change cannot land without its
+   translation;
 3. builds the Chinese edition with the same configuration, ``language = "zh_CN"`` and the catalogs of
    ``book/locale``, sharing the English build's execution cache: no page runs a second time.
 
@@ -17,6 +18,7 @@ Each page of either edition links to the same page of the other (language.py). R
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -46,9 +48,15 @@ def extract(out: Path = catalogs.EXTRACTED) -> int:
 
 
 def build_chinese(out: Path = ZH_HTML) -> int:
-    """The Chinese edition: the same sources, the catalogs of ``book/locale``."""
-    return _sphinx("html", out, BUILD / ".doctrees-zh", {"language": catalogs.LANGUAGE, "gettext_compact": False,
-                                                          "locale_dirs": [str(catalogs.LOCALE)]})
+    """The Chinese edition: the same sources, the catalogs of ``book/locale``; built in ``_build/zh/html`` (whose
+    parent takes the build's scratch, ``jupyter_execute/``), then copied to ``out``."""
+    built = BUILD / "zh" / "html"
+    code = _sphinx("html", built, BUILD / ".doctrees-zh", {"language": catalogs.LANGUAGE, "gettext_compact": False,
+                                                            "locale_dirs": [str(catalogs.LOCALE)]})
+    if code == 0:
+        shutil.rmtree(out, ignore_errors=True)
+        shutil.copytree(built, out)
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     if extract() != 0:
         print("editions: extracting the English messages failed (above)", file=sys.stderr)
         return 1
-    problems = [p for page in catalogs.pages() for p in catalogs.problems(page)]
+    done = catalogs.translated()
+    problems = [p for page in catalogs.pages() if page in done for p in catalogs.problems(page)]
+    problems += [f"{page}: listed in {catalogs.TRANSLATED.name} but not a page of the book"
+                 for page in done if page not in catalogs.pages()]
+    waiting = [page for page in catalogs.pages() if page not in done]
     if problems and not args.no_check:
         print("\n".join(problems[:40]), file=sys.stderr)
         print(f"editions: the Chinese edition is out of sync with the English ({len(problems)} problem(s) above): "
@@ -70,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     if build_chinese() != 0:
         print("editions: building the Chinese edition failed (above)", file=sys.stderr)
         return 1
-    print(f"editions: messages extracted, catalogs in sync, Chinese edition at {ZH_HTML / 'index.html'} "
-          f"({time.perf_counter() - start:.0f} s)")
+    print(f"editions: messages extracted, the {len(done)} translated pages' catalogs in sync, Chinese edition at "
+          f"{ZH_HTML / 'index.html'} ({time.perf_counter() - start:.0f} s)"
+          + (f"; shown in English there, not yet translated: {', '.join(waiting)}" if waiting else ""))
     return 0
 
 
