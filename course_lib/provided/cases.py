@@ -18,7 +18,17 @@ SOURCE_PROBE = "(source scan)"  # the probe of a ready-made case: nothing runs, 
 
 
 class CheckFailure(Exception):
-    """Raised by a probe or a judge with a message for the learner."""
+    """Raised by a probe or a judge with a message for the learner: an English template and its fields,
+    ``CheckFailure("the output has shape {got}", got=...)``. ``str()`` is the English (what a spec's ``RAISES``
+    patterns match); ``shown()`` the message in the learner's language (i18n.py)."""
+
+    def __init__(self, message: str = "", **fields: Any) -> None:
+        self.template, self.fields = str(message), fields
+        super().__init__(self.template.format(**fields) if fields else self.template)
+
+    def shown(self) -> str:
+        from .i18n import _
+        return _(self.template).format(**self.fields) if self.fields else _(self.template)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import torch
 
 from . import diagnosis, uses
 from .checking import Result, judge, judge_source, run_probe
+from .i18n import _
 from .layout import LAYOUT, chapter_facts, chapter_number, modules_for, prerequisites
 from .loader import load_file
 
@@ -25,11 +26,11 @@ def normalise(chapter: str | int) -> str:
     try:
         number = chapter_number(chapter)
     except ValueError:
-        raise ValueError(f"not a chapter: {chapter!r}; write it as ch02 (chapters with checks: "
-                         f"{', '.join('ch' + c for c in available())})") from None
+        raise ValueError(_("not a chapter: {chapter}; write it as ch02 (chapters with checks: {available})").format(
+            chapter=repr(chapter), available=", ".join("ch" + c for c in available()))) from None
     if number not in available():
-        raise ValueError(f"chapter {number} has no checks yet; chapters with checks: "
-                         f"{', '.join('ch' + c for c in available())}")
+        raise ValueError(_("chapter {number} has no checks yet; chapters with checks: {available}").format(
+            number=number, available=", ".join("ch" + c for c in available())))
     return number
 
 
@@ -176,8 +177,10 @@ def prereq_note(number: str, failing: dict[str, tuple[int, int]], ran: frozenset
     parts = []
     for p, (bad, run) in sorted(failing.items()):
         files = ", ".join(chapter_facts(p).modules)
-        parts.append(f"your chapter {p} ({files}), which fails {bad} of {run} check{'s' if run != 1 else ''}")
-    return f"Chapter {number} uses {' and '.join(parts)}: fix those first."
+        parts.append((_("your chapter {chapter} ({files}), which fails {bad} of {run} checks") if run != 1 else
+                      _("your chapter {chapter} ({files}), which fails {bad} of {run} check")).format(
+                          chapter=p, files=files, bad=bad, run=run))
+    return _("Chapter {number} uses {parts}: fix those first.").format(number=number, parts=_(" and ").join(parts))
 
 
 def failing_prerequisites(prereqs: list[str], used: set[str],

@@ -6,15 +6,17 @@ import argparse
 import json
 import sys
 import textwrap
+import unicodedata
 from dataclasses import asdict
 from pathlib import Path
 
 from . import chapters, uses
 from .checking import Result, total
+from .i18n import N_, _
 from .loader import load_impl
 
-SAME = "(same as above)"
-SAME_MISTAKE = "(the same known mistake as above)"
+SAME = N_("(same as above)")
+SAME_MISTAKE = N_("(the same known mistake as above)")
 
 
 def _points(results: list[Result]) -> tuple[int, int]:
@@ -24,34 +26,47 @@ def _points(results: list[Result]) -> tuple[int, int]:
     return earned, possible
 
 
+def _width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: a Chinese character takes two."""
+    return sum(2 if ord(c) >= 0x1100 and unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _pad(text: str, width: int, centre: bool = False) -> str:
+    gap = max(0, width - _width(text))
+    return " " * (gap // 2) + text + " " * (gap - gap // 2) if centre else text + " " * gap
+
+
 def table(results: list[Result], width: int = 100) -> str:
     """A plain-text table: check, points, status, message (wrapped). A message repeated from the row
     above is not printed twice; when every check fails for the same reason, one line says so."""
     earned, possible = total(results)
     messages = {r.message for r in results}
     if len(results) > 1 and earned == 0 and len(messages) == 1:
-        head = f"All {len(results)} checks fail ({earned:g}/{possible:g} points): "
-        return textwrap.fill(head + (results[0].message or "failed"), width, subsequent_indent="    ")
-    name_w = max([len("check"), len("total")] + [len(r.case) for r in results])
+        head = _("All {count} checks fail ({earned}/{possible} points): ").format(
+            count=len(results), earned=f"{earned:g}", possible=f"{possible:g}")
+        return textwrap.fill(head + (results[0].message or _("failed")), width, subsequent_indent="    ")
+    words = {w: _(w) for w in (N_("check"), N_("points"), N_("status"), N_("message"), N_("total"))}
+    name_w = max([_width(words["check"]), _width(words["total"])] + [len(r.case) for r in results])
     ew, pw = _points(results)
     pts_w = ew + pw + 3
-    lines = [f"{'check':<{name_w}}  {'points':^{pts_w}}  status  message", "-" * width]
+    lines = [f"{_pad(words['check'], name_w)}  {_pad(words['points'], pts_w, centre=True)}  "
+             f"{_pad(words['status'], 6)}  {words['message']}", "-" * width]
     previous: tuple[str, tuple[str, ...]] | None = None
     for r in results:
-        status = "PASS" if r.status == "pass" else "FAIL"
-        head = f"{r.case:<{name_w}}  {r.earned:>{ew}g} / {r.points:<{pw}g}  {status:<6}  "
-        text = r.message or "ok"
+        status = _("PASS") if r.status == "pass" else _("FAIL")
+        head = f"{r.case:<{name_w}}  {r.earned:>{ew}g} / {r.points:<{pw}g}  {_pad(status, 6)}  "
+        text = r.message or _("ok")
         if r.status != "pass" and previous is not None:
             if r.message == previous[0]:
-                text = SAME
+                text = _(SAME)
             elif r.mistakes and tuple(r.mistakes) == previous[1]:
-                text = SAME_MISTAKE
+                text = _(SAME_MISTAKE)
         previous = (r.message, tuple(r.mistakes)) if r.status != "pass" else None
         body = textwrap.wrap(text, max(30, width - len(head))) or [""]
         lines.append(head + body[0])
         lines.extend(" " * len(head) + more for more in body[1:])
     lines.append("-" * width)
-    lines.append(f"{'total':<{name_w}}  {earned:>{ew}g} / {possible:<{pw}g}")
+    lines.append(f"{_pad(words['total'], name_w)}  {earned:>{ew}g} / {possible:<{pw}g}")
     return "\n".join(lines)
 
 
@@ -83,16 +98,16 @@ def _where(which: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course check", description=__doc__)
-    parser.add_argument("chapter", help="the chapter to check, e.g. ch02")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("chapter", help=_("the chapter to check, e.g. ch02"))
+    parser.add_argument("--json", action="store_true", help=_("print the results as JSON"))
     parser.add_argument("--impl", choices=["learner", "reference"], default="learner",
-                        help="check your course_lib (default) or the instructor's reference")
+                        help=_("check your course_lib (default) or the instructor's reference"))
     args = parser.parse_args(argv)
     try:
         number = chapters.normalise(args.chapter)
         impl = load_impl(args.impl)
     except (ValueError, FileNotFoundError) as err:
-        print(f"course check: {err}", file=sys.stderr)
+        print(_("course check: {error}").format(error=err), file=sys.stderr)
         return 2
     results, failing, note = results_and_causes(number, impl)  # each failed check names what it runs
     earned, possible = total(results)
@@ -104,13 +119,15 @@ def main(argv: list[str] | None = None) -> int:
                           "results": [asdict(r) for r in results]}, indent=2, ensure_ascii=False))
         return 0 if earned == possible else 1
     spec = chapters.load_spec(number)
-    who = "your course_lib" if args.impl == "learner" else "the reference (course_ref)"
-    print(f"Chapter {number} — {spec.TITLE}: public checks on {who}\nchecked: {where}\n")
+    who = _("your course_lib") if args.impl == "learner" else _("the reference (course_ref)")
+    print(_("Chapter {number} — {title}: public checks on {who}").format(number=number, title=_(spec.TITLE), who=who)
+          + "\n" + _("checked: {folder}").format(folder=where) + "\n")
     if note:
-        print(textwrap.fill(f"{note} (It concerns the failed checks that run that code, which say so below; "
-                            f"`make check CH={min(failing)}` shows what is wrong there.)", 100) + "\n")
+        print(textwrap.fill(note + _(" (It concerns the failed checks that run that code, which say so below; "
+                                     "`make check CH={chapter}` shows what is wrong there.)").format(
+                                         chapter=min(failing)), 100) + "\n")
     print(table(results))
     if earned == possible:
-        print(f"\nAll public checks pass. Hand in with `make submit CH={number}`; your instructor also "
-              "grades hidden cases.")
+        print("\n" + _("All public checks pass. Hand in with `make submit CH={chapter}`; your instructor also "
+                       "grades hidden cases.").format(chapter=number))
     return 0 if earned == possible else 1

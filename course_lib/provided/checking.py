@@ -32,11 +32,12 @@ import re
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch import Tensor
 
+from .i18n import N_, _  # noqa: F401 - the specs use _ too
 from .cases import SOURCE_PROBE, Case, CheckFailure, Outputs, Probe, Relation, Result  # noqa: F401 - the specs' names
 from .ready_made import judge_source, ready_made_case, ready_made_uses  # noqa: F401 - the specs' names
 
@@ -63,7 +64,7 @@ def _fmt_pair(got: float, want: float) -> str:
         a, e = f"{got:.{digits}g}", f"{want:.{digits}g}"
         if a != e:
             break
-    return f"got {a}, expected {e}"
+    return _("got {got}, expected {want}").format(got=a, want=e)
 
 
 def _difference(name: str, actual: Any, expected: Tensor, rtol: float, atol: float,
@@ -71,12 +72,13 @@ def _difference(name: str, actual: Any, expected: Tensor, rtol: float, atol: flo
     """None when ``actual`` matches ``expected``, else (kind, message): kind is "type", "dtype", "shape",
     "nonfinite" or "values"."""
     if type(actual) is not Tensor:
-        return "type", f"{name}: expected a torch.Tensor, got {type(actual).__name__}"
+        return "type", _("{name}: expected a torch.Tensor, got {type}").format(name=name, type=type(actual).__name__)
     if actual.dtype != expected.dtype:
-        return "dtype", (f"{name}: dtype {actual.dtype}, expected {expected.dtype} "
-                         "(keep the dtype of the inputs; do not create tensors with a default dtype)")
+        return "dtype", _("{name}: dtype {got}, expected {want} (keep the dtype of the inputs; do not create tensors "
+                          "with a default dtype)").format(name=name, got=actual.dtype, want=expected.dtype)
     if tuple(actual.shape) != tuple(expected.shape):
-        return "shape", f"{name}: shape {_fmt_shape(actual.shape)}, expected {_fmt_shape(expected.shape)}"
+        return "shape", _("{name}: shape {got}, expected {want}").format(
+            name=name, got=_fmt_shape(actual.shape), want=_fmt_shape(expected.shape))
     a = actual.detach().to("cpu")
     e = expected.detach()
     bad = ~torch.isfinite(a) & torch.isfinite(e) if e.is_floating_point() else None
@@ -84,8 +86,8 @@ def _difference(name: str, actual: Any, expected: Tensor, rtol: float, atol: flo
         n_nan = int(torch.isnan(a).sum())
         first = _index(int(bad.flatten().nonzero()[0]), tuple(a.shape))
         kind = "NaN" if n_nan else "inf"
-        return "nonfinite", (f"{name}: {int(bad.sum())} {kind} value(s) where the reference is finite, "
-                             f"first at index {first}")
+        return "nonfinite", _("{name}: {count} {kind} value(s) where the reference is finite, first at index "
+                              "{first}").format(name=name, count=int(bad.sum()), kind=kind, first=first)
     graded = torch.ones_like(e, dtype=torch.bool) if ignore is None else ~ignore.expand_as(e)
     if e.is_floating_point():
         close = torch.isclose(a, e, rtol=rtol, atol=atol, equal_nan=True) | ~graded
@@ -98,15 +100,16 @@ def _difference(name: str, actual: Any, expected: Tensor, rtol: float, atol: flo
     where = _index(worst, tuple(a.shape))
     largest = float(diff.flatten()[worst])
     relative = (diff / e.double().abs().clamp(min=1e-30)).masked_fill(close, 0.0)
+    pair = _fmt_pair(float(a.flatten()[worst]), float(e.flatten()[worst]))
     if e.is_floating_point() and float(relative.max()) < ROUNDING:
         level = 10.0 ** math.floor(math.log10(largest))
-        return "values", (f"{name}: values differ at {int((~close).sum())} of {int(graded.sum())} positions, all at "
-                          f"the {level:.0e} level (largest at index {where}: "
-                          f"{_fmt_pair(float(a.flatten()[worst]), float(e.flatten()[worst]))}): computed in float32, "
-                          "or a different order of operations?")
-    return "values", (f"{name}: values differ at {int((~close).sum())} of {int(graded.sum())} positions; "
-                      f"largest difference {largest:.3g} at index {where} "
-                      f"({_fmt_pair(float(a.flatten()[worst]), float(e.flatten()[worst]))})")
+        return "values", _("{name}: values differ at {count} of {positions} positions, all at the {level} level "
+                           "(largest at index {where}: {pair}): computed in float32, or a different order of "
+                           "operations?").format(name=name, count=int((~close).sum()), positions=int(graded.sum()),
+                                                 level=f"{level:.0e}", where=where, pair=pair)
+    return "values", _("{name}: values differ at {count} of {positions} positions; largest difference {largest} at "
+                       "index {where} ({pair})").format(name=name, count=int((~close).sum()), positions=int(graded.sum()),
+                                                        largest=f"{largest:.3g}", where=where, pair=pair)
 
 
 ROUNDING = 1e-5  # a relative difference below this, everywhere, is rounding (float32 keeps about 7 digits)
@@ -123,10 +126,10 @@ def _compare(actual: Any, expected: Outputs, rtol: float, atol: float,
              ignore: dict[str, Tensor] | None = None) -> tuple[str, str] | None:
     """("<kind> <output>", message) of the first output that differs; None when they all match."""
     if not isinstance(actual, dict):
-        return "type", f"the probe returned {type(actual).__name__}, expected a dict of tensors"
+        return "type", _("the probe returned {type}, expected a dict of tensors").format(type=type(actual).__name__)
     missing = sorted(set(expected) - set(actual))
     if missing:
-        return "missing", f"missing result(s): {', '.join(missing)}"
+        return "missing", _("missing result(s): {names}").format(names=", ".join(missing))
     for key in expected:
         found = _difference(key, actual[key], expected[key], rtol, atol, (ignore or {}).get(key))
         if found:
@@ -161,7 +164,8 @@ def broken_properties(case: Case, outputs: Any, inputs: dict[str, Tensor]) -> di
     try:
         return dict(case.relation({k: v.detach() for k, v in outputs.items()}, inputs))
     except Exception as exc:  # noqa: BLE001 - outputs of the wrong shape: the comparison names it
-        return {"unchecked": f"the outputs could not be checked against each other ({type(exc).__name__})"}
+        return {"unchecked": _("the outputs could not be checked against each other ({type})").format(
+            type=type(exc).__name__)}
 
 
 def _raised_by_a_stub(exc: NotImplementedError) -> bool:
@@ -174,21 +178,27 @@ def _raised_by_a_stub(exc: NotImplementedError) -> bool:
     return not in_torch and (frames[-1].line or "").lstrip().startswith("raise NotImplementedError")
 
 
-def _describe_exception(exc: BaseException) -> str:
+def _describe_exception(exc: BaseException, tr: Callable[[str], str] = _) -> str:
+    """What ``exc`` says to the learner, in the current language (``tr``; the spec's ``RAISES`` patterns match the
+    English, ``tr=str``)."""
     if isinstance(exc, NotImplementedError) and _raised_by_a_stub(exc):
-        return f"not implemented yet: {exc}" if str(exc) else "not implemented yet"
+        return tr("not implemented yet: {detail}").format(detail=exc) if str(exc) else tr("not implemented yet")
     if isinstance(exc, CheckFailure):
-        return str(exc)
+        return exc.shown() if tr is _ else str(exc)
     if isinstance(exc, ModuleNotFoundError) and (exc.name or "").startswith("course_lib."):
-        return f"{exc.name.replace('.', '/')}.py is missing: restore it (git checkout) and implement it"
+        return tr("{file} is missing: restore it (git checkout) and implement it").format(
+            file=exc.name.replace(".", "/") + ".py")
     if isinstance(exc, SyntaxError):
-        return f"cannot import {Path(exc.filename or '?').name}: SyntaxError at line {exc.lineno}: {exc.msg}"
+        return tr("cannot import {file}: SyntaxError at line {line}: {detail}").format(
+            file=Path(exc.filename or "?").name, line=exc.lineno, detail=exc.msg)
     if isinstance(exc, SystemExit):
-        return f"called sys.exit({exc.code!r}) (or exit()): a library function must return, not exit"
+        return tr("called sys.exit({code}) (or exit()): a library function must return, not exit").format(
+            code=repr(exc.code))
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if "course_lib" in f.filename
               and "provided" not in f.filename]
+    # the place stays as Python writes it, in every language: a spec's RAISES pattern may name the line
     where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno}: {frames[-1].line})" if frames else ""
-    return f"raised {type(exc).__name__}: {exc}{where}"
+    return tr("raised {type}: {detail}").format(type=type(exc).__name__, detail=exc) + where
 
 
 def raised_mistakes(description: str, raises: Mapping[str, str] | None) -> list[str]:
@@ -207,20 +217,21 @@ def judge(chapter: str, case: Case, actual: Outputs | BaseException, inputs: dic
         return Result(chapter, case.name, case.points, 0.0, "fail", message, names or [])
 
     def known(names: list[str], message: str) -> Result:
-        return fail(f"{' Or: '.join(mistake_messages[n] for n in names)} [{message}]", names)
+        return fail(f"{_(N_(' Or: ')).join(_(mistake_messages[n]) for n in names)} [{message}]", names)
 
     if isinstance(actual, BaseException):
         message = _describe_exception(actual)
-        names = raised_mistakes(message, raises)
+        names = raised_mistakes(_describe_exception(actual, str), raises)
         if names:
             return known(names, message)
-        return fail(f"{message}. {case.hint_if_raises}" if case.hint_if_raises else message)
+        return fail(f"{message}. {_(case.hint_if_raises)}" if case.hint_if_raises else message)
     ignore = case.ignore(inputs) if case.ignore else None
     graded = {k: v for k, v in expected.items() if k not in case.free}
     kind, message = _compare(actual, graded, case.rtol, case.atol, ignore) or ("", None)
     untyped = [k for k in case.free if isinstance(actual, dict) and type(actual.get(k)) is not Tensor]
     if message is None and untyped:
-        kind, message = "type", f"{untyped[0]}: expected a torch.Tensor, got {type(actual.get(untyped[0])).__name__}"
+        kind, message = "type", _("{name}: expected a torch.Tensor, got {type}").format(
+            name=untyped[0], type=type(actual.get(untyped[0])).__name__)
     broken = broken_properties(case, actual, inputs)
     if message is not None and "unchecked" in broken:
         broken = {}  # the comparison already says what is wrong with the outputs
@@ -233,7 +244,7 @@ def judge(chapter: str, case: Case, actual: Outputs | BaseException, inputs: dic
     if names:
         return known(names, message)
     hinted = case.hint and (not case.hint_on or set(case.hint_on) & {*kind.split(" ", 1), *broken})
-    return fail(f"{message}. {case.hint}".strip() if hinted else message)
+    return fail(f"{message}. {_(case.hint)}".strip() if hinted else message)
 
 
 def run_probe(probes: dict[str, Probe], case: Case, impl: Any, inputs: dict[str, Tensor]) -> Outputs | BaseException:

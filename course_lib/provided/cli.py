@@ -1,4 +1,13 @@
-"""The `course` command.
+"""The `course` command: ``course -h`` prints USAGE, in the learner's language (i18n.py)."""
+from __future__ import annotations
+
+import importlib
+import sys
+
+from .i18n import N_, _
+from .layout import LAYOUT
+
+USAGE = N_("""The `course` command.
 
 Learners:    course check ch02 [--json]     run the public checks on your course_lib
              course submit ch02             pack your notebook and course_lib for the instructor
@@ -6,14 +15,7 @@ Learners:    course check ch02 [--json]     run the public checks on your course
 Instructors: course release | refs | grade  (tools in solutions/course_admin, not shipped to learners)
              course report --out grades/   what the class got wrong (report.html) and LMS totals
              course gradescope ch02         the chapter's Gradescope autograder zip
-             course feedback ch02           course_lib feedback into nbgrader's, before release_feedback
-"""
-from __future__ import annotations
-
-import importlib
-import sys
-
-from .layout import LAYOUT
+             course feedback ch02           course_lib feedback into nbgrader's, before release_feedback""")
 
 LEARNER = {"check": "course_lib.provided.check", "submit": "course_lib.provided.submit",
            "capstone": "course_lib.provided.capstone.run"}
@@ -26,15 +28,17 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     commands = {**LEARNER, **INSTRUCTOR}
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in commands:
-        print(__doc__.strip())
+        print(_(USAGE))
         if argv and argv[0] not in ("-h", "--help"):
-            print(f"\ncourse: unknown command {argv[0]!r}; choose one of: {', '.join(commands)}", file=sys.stderr)
+            print("\n" + _("course: unknown command {command}; choose one of: {commands}").format(
+                command=repr(argv[0]), commands=", ".join(commands)), file=sys.stderr)
             return 2
         return 0
     name, rest = argv[0], argv[1:]
     if name in INSTRUCTOR and not (LAYOUT.solutions / "course_admin").is_dir():
-        print(f"course {name}: this is an instructor's command; its tools ({LAYOUT.rel(LAYOUT.solutions)}/course_admin) "
-              "ship only with the instructor's repository.", file=sys.stderr)
+        print(_("course {command}: this is an instructor's command; its tools ({folder}) ship only with the "
+                "instructor's repository.").format(command=name, folder=f"{LAYOUT.rel(LAYOUT.solutions)}/course_admin"),
+              file=sys.stderr)
         return 2
     module = importlib.import_module(commands[name])
     return int(module.main(rest) or 0)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from .layout import LAYOUT, modules_for
+from .i18n import _
 
 LEARNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 ID_FILE = ".course-learner"
@@ -28,8 +29,8 @@ class PreflightError(Exception):
 def _valid(learner: str, source: str) -> str:
     learner = learner.strip()
     if not LEARNER_RE.fullmatch(learner):
-        raise PreflightError(f"learner id {learner!r} ({source}): use letters, digits and . _ @ + - "
-                             "(at most 64), as your instructor knows you")
+        raise PreflightError(_("learner id {learner} ({source}): use letters, digits and . _ @ + - (at most 64), as "
+                               "your instructor knows you").format(learner=repr(learner), source=source))
     return learner
 
 
@@ -39,17 +40,17 @@ def learner_id(flag: str | None, root: Path = LAYOUT.root, ask: bool | None = No
     if flag:
         learner = _valid(flag, "--learner")
         saved.write_text(learner + "\n", encoding="utf-8")
-        return learner, f"--learner, saved in {ID_FILE}"
+        return learner, _("--learner, saved in {file}").format(file=ID_FILE)
     if os.environ.get("COURSE_LEARNER"):
         return _valid(os.environ["COURSE_LEARNER"], "$COURSE_LEARNER"), "$COURSE_LEARNER"
     if saved.is_file():
-        return _valid(saved.read_text(encoding="utf-8"), ID_FILE), f"saved in {ID_FILE}"
+        return _valid(saved.read_text(encoding="utf-8"), ID_FILE), _("saved in {file}").format(file=ID_FILE)
     if ask if ask is not None else sys.stdin.isatty():
-        learner = _valid(input("Your learner id, as your instructor knows you (e.g. alice): "), "typed in")
+        learner = _valid(input(_("Your learner id, as your instructor knows you (e.g. alice): ")), _("typed in"))
         saved.write_text(learner + "\n", encoding="utf-8")
-        return learner, f"typed in, saved in {ID_FILE}"
-    raise PreflightError("who is submitting? Say it once with `make submit CH=NN LEARNER=<your id>` "
-                         f"(or `course submit chNN --learner <your id>`); it is remembered in {ID_FILE}")
+        return learner, _("typed in, saved in {file}").format(file=ID_FILE)
+    raise PreflightError(_("who is submitting? Say it once with `make submit CH=NN LEARNER=<your id>` (or `course "
+                           "submit chNN --learner <your id>`); it is remembered in {file}").format(file=ID_FILE))
 
 
 def public_score(number: str) -> tuple[float, float, int]:
@@ -58,7 +59,7 @@ def public_score(number: str) -> tuple[float, float, int]:
     from .checking import total
     from .loader import load_impl
 
-    results, _ = chapters.run_with_prerequisites(number, load_impl("learner"))
+    results, _failing = chapters.run_with_prerequisites(number, load_impl("learner"))
     earned, possible = total(results)
     return earned, possible, sum(r.status != "pass" for r in results)
 
@@ -88,7 +89,9 @@ def empty_answers(notebook: Path) -> int:
 
 
 def warnings(number: str, notebook: Path | None, root: Path = LAYOUT.root) -> list[str]:
-    out = [f"{stub} is still the stub (raises NotImplementedError)" for stub in unfinished_stubs(number, root)]
+    out = [_("{stub} is still the stub (raises NotImplementedError)").format(stub=stub)
+           for stub in unfinished_stubs(number, root)]
     if notebook is not None and (n := empty_answers(notebook)):
-        out.append(f"{notebook.name}: {n} written answer(s) still read \"{PLACEHOLDER}\"")
+        out.append(_("{notebook}: {count} written answer(s) still read \"{placeholder}\"").format(
+            notebook=notebook.name, count=n, placeholder=PLACEHOLDER))
     return out

@@ -18,6 +18,7 @@ from typing import Any
 
 from torch import Tensor
 
+from .i18n import _
 from .cases import SOURCE_PROBE, Case, Result
 
 
@@ -54,7 +55,7 @@ def _dotted(node: ast.AST, aliases: Mapping[str, str]) -> str | None:
 def _torch_aliases(tree: ast.AST) -> dict[str, str]:
     """Every name the module binds to something in torch: imports, then plain assignments (``nn = torch.nn``)."""
     aliases: dict[str, str] = {}
-    for _ in range(3):  # an assignment may use an alias bound by another one
+    for _round in range(3):  # an assignment may use an alias bound by another one
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -109,7 +110,8 @@ def ready_made_uses(source: str | bytes, patterns: Sequence[str]) -> list[str]:
             if hit:
                 line = getattr(node, "lineno", 0)
                 found[hit] = min(found.get(hit, line), line)
-    return [f"{name} (line {line})" for name, line in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
+    return [_("{name} (line {line})").format(name=name, line=line)
+            for name, line in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
 
 
 def judge_source(chapter: str, case: Case, sources: Mapping[str, str | bytes | None], others: Sequence[Any]) -> Result:
@@ -122,17 +124,19 @@ def judge_source(chapter: str, case: Case, sources: Mapping[str, str | bytes | N
     for module, patterns in case.ready_made:
         text = sources.get(module)
         if text is None:
-            return fail(f"course_lib/{module} is missing, so it cannot be read")
+            return fail(_("course_lib/{module} is missing, so it cannot be read").format(module=module))
         try:
-            uses += [f"{use} in {module}" for use in ready_made_uses(text, patterns)]
+            uses += [_("{use} in {module}").format(use=use, module=module) for use in ready_made_uses(text, patterns)]
         except Exception as exc:  # noqa: BLE001 - SyntaxError, RecursionError, a NUL byte: not readable Python
-            return fail(f"cannot read course_lib/{module} as Python ({type(exc).__name__}): fix it first")
+            return fail(_("cannot read course_lib/{module} as Python ({type}): fix it first").format(
+                module=module, type=type(exc).__name__))
     if uses:
-        return fail(f"uses PyTorch's ready-made {'; '.join(uses)}. This chapter's component must be built from "
-                    "scratch with tensor operations (@, +, torch.tanh, torch.softmax, …) and the earlier chapters' "
-                    "modules, so this check earns no points; the other checks still grade what your code returns.")
+        return fail(_("uses PyTorch's ready-made {uses}. This chapter's component must be built from scratch with "
+                      "tensor operations (@, +, torch.tanh, torch.softmax, …) and the earlier chapters' modules, so this "
+                      "check earns no points; the other checks still grade what your code returns.").format(
+                          uses="; ".join(uses)))
     if not any(r.status == "pass" for r in others):
-        if others and all(r.message.startswith("not implemented yet") for r in others):
-            return fail("not implemented yet")
-        return fail("no other check of this chapter passes yet: this one counts once your code works")
+        if others and all(r.message.startswith(("not implemented yet", _("not implemented yet"))) for r in others):
+            return fail(_("not implemented yet"))
+        return fail(_("no other check of this chapter passes yet: this one counts once your code works"))
     return Result(chapter, case.name, case.points, case.points, "pass")

@@ -40,6 +40,7 @@ from pathlib import Path
 
 from . import preflight
 from .capstone import handin
+from .i18n import _
 from .layout import LAYOUT, Layout, SpecError, chapter_number, modules_for
 
 
@@ -53,16 +54,16 @@ def default_notebook(number: str, root: Path = LAYOUT.root) -> Path:
     found = sorted((root / "exercises").glob(f"ch{number}_*/ch{number}_*.ipynb"))
     found = [p for p in found if ".ipynb_checkpoints" not in p.parts]
     if not found:
-        raise SubmitError(f"no notebook for chapter {number} under {root / 'exercises'} "
-                          f"(expected exercises/ch{number}_<name>/ch{number}_<name>.ipynb); "
-                          "pass --notebook PATH, or --no-notebook to send course_lib only")
+        raise SubmitError(_("no notebook for chapter {number} under {folder} (expected {expected}); pass --notebook "
+                            "PATH, or --no-notebook to send course_lib only").format(
+            number=number, folder=root / "exercises", expected=f"exercises/ch{number}_<name>/ch{number}_<name>.ipynb"))
     return found[0]
 
 
 def learner_files(root: Path = LAYOUT.root) -> list[Path]:
     package = root / "course_lib"
     if not (package / "__init__.py").is_file():
-        raise SubmitError(f"no course_lib package at {package}: run this from your course folder")
+        raise SubmitError(_("no course_lib package at {folder}: run this from your course folder").format(folder=package))
     files = sorted(p for p in package.glob("*.py") if p.is_file() and not p.is_symlink()
                    and p.name != "__init__.py")
     return files
@@ -94,8 +95,9 @@ def require_modules(number: str, root: Path = LAYOUT.root) -> None:
     """Raise SubmitError naming each file the chapter runs (its own and its prerequisites') that is missing."""
     missing = [m for m in _modules_for(number, root) if not (root / "course_lib" / m).is_file()]
     if missing:
-        raise SubmitError(f"course_lib/{', course_lib/'.join(missing)} is missing: chapter {number} runs it "
-                          "(its own modules and those of the chapters it builds on); restore it and submit again")
+        raise SubmitError(_("{files} is missing: chapter {number} runs it (its own modules and those of the chapters "
+                            "it builds on); restore it and submit again").format(
+            files=", ".join(f"course_lib/{m}" for m in missing), number=number))
 
 
 def trained_run(number: str, run: str | None, no_model: bool, root: Path = LAYOUT.root) -> Path | None:
@@ -106,10 +108,10 @@ def trained_run(number: str, run: str | None, no_model: bool, root: Path = LAYOU
         return Path(run).resolve()
     found = handin.find_runs(root / "runs")
     if not found:
-        raise SubmitError(f"no finished fine-tuning run under {root / 'runs'}: chapter {number} hands in your trained "
-                          "model. Train one (`course capstone finetune --model transformer --quick`), give its "
-                          "folder with --run DIR, or hand in your code alone with --no-model (the trained-model "
-                          "points are then 0)")
+        raise SubmitError(_("no finished fine-tuning run under {folder}: chapter {number} hands in your trained "
+                            "model. Train one (`course capstone finetune --model transformer --quick`), give its "
+                            "folder with --run DIR, or hand in your code alone with --no-model (the trained-model "
+                            "points are then 0)").format(folder=root / "runs", number=number))
     return found[0]
 
 
@@ -120,17 +122,18 @@ def build(number: str, learner: str, notebook: Path | None, dest: Path, root: Pa
     files = learner_files(root)
     require_modules(number, root)
     if notebook is not None and not notebook.is_file():
-        raise SubmitError(f"notebook not found: {notebook}")
+        raise SubmitError(_("notebook not found: {path}").format(path=notebook))
     (dest / "course_lib").mkdir(parents=True, exist_ok=True)
     hashes = {}
     if model_run is not None:
         try:
             packed = handin.pack(model_run, dest)
         except handin.HandInError as err:
-            raise SubmitError(f"the trained model: {err}") from None
+            raise SubmitError(_("the trained model: {error}").format(error=err)) from None
         for f in sorted(packed.iterdir()):
             hashes[f"{handin.FOLDER}/{f.name}"] = _sha256(f)
-        print(f"trained model: {model_run} ({(packed / handin.WEIGHTS).stat().st_size / 2 ** 20:.1f} MB of weights)")
+        print(_("trained model: {run} ({size} MB of weights)").format(
+            run=model_run, size=f"{(packed / handin.WEIGHTS).stat().st_size / 2 ** 20:.1f}"))
     for f in files:
         shutil.copyfile(f, dest / "course_lib" / f.name)
         hashes[f"course_lib/{f.name}"] = _sha256(f)
@@ -167,8 +170,8 @@ def _chapter_with_checks(text: str) -> str:
     except ValueError:
         number = None
     if number not in ready:
-        raise SubmitError(f"{text!r} is not a chapter you can submit; chapters with checks: "
-                          f"{', '.join('ch' + c for c in ready)}")
+        raise SubmitError(_("{chapter} is not a chapter you can submit; chapters with checks: {available}").format(
+            chapter=repr(text), available=", ".join("ch" + c for c in ready)))
     return number
 
 
@@ -177,7 +180,7 @@ def _learner(flag: str | None) -> str:
         learner, source = preflight.learner_id(flag)
     except preflight.PreflightError as err:
         raise SubmitError(str(err)) from None
-    print(f"learner: {learner} ({source})")
+    print(_("learner: {learner} ({source})").format(learner=learner, source=source))
     return learner
 
 
@@ -185,37 +188,38 @@ def _report(number: str, notebook: Path | None, quiet: bool) -> None:
     """The public score and what looks unfinished, printed before anything is packed."""
     if not quiet:
         earned, possible, failed = preflight.public_score(number)
-        tail = "all pass" if not failed else f"{failed} fail: `make check CH={number}` says why"
-        print(f"public checks of chapter {number}: {earned:g}/{possible:g} points ({tail}); "
-              "your instructor also grades hidden cases")
+        tail = _("all pass") if not failed else _("{failed} fail: `make check CH={number}` says why").format(
+            failed=failed, number=number)
+        print(_("public checks of chapter {number}: {earned}/{possible} points ({tail}); your instructor also grades "
+                "hidden cases").format(number=number, earned=f"{earned:g}", possible=f"{possible:g}", tail=tail))
     for line in preflight.warnings(number, notebook):
-        print(f"warning: {line}")
+        print(_("warning: {line}").format(line=line))
 
 
 def _target(out: Path, name: str, suffix: str, force: bool) -> Path:
     target = out / f"{name}{suffix}"
     if target.exists() and not force:
-        raise SubmitError(f"{target} exists already: hand that one in, or replace it with --force "
-                          f"(`make submit CH=.. FORCE=1`)")
+        raise SubmitError(_("{path} exists already: hand that one in, or replace it with --force "
+                            "(`make submit CH=.. FORCE=1`)").format(path=target))
     return target
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course submit", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("chapter", help="the chapter to submit, e.g. ch02")
-    parser.add_argument("--learner", help="your learner id, remembered in .course-learner for next time")
-    parser.add_argument("--out", help="folder to write to (default: submissions/)")
-    parser.add_argument("--notebook", help="the notebook to send (default: exercises/chNN_*/chNN_*.ipynb)")
-    parser.add_argument("--no-notebook", action="store_true", help="send course_lib only")
+    parser.add_argument("chapter", help=_("the chapter to submit, e.g. ch02"))
+    parser.add_argument("--learner", help=_("your learner id, remembered in .course-learner for next time"))
+    parser.add_argument("--out", help=_("folder to write to (default: submissions/)"))
+    parser.add_argument("--notebook", help=_("the notebook to send (default: exercises/chNN_*/chNN_*.ipynb)"))
+    parser.add_argument("--no-notebook", action="store_true", help=_("send course_lib only"))
     parser.add_argument("--format", choices=["zip", "folder", "both"], default="zip")
-    parser.add_argument("--force", action="store_true", help="replace an earlier submission of this chapter")
-    parser.add_argument("--no-checks", action="store_true", help="pack without running the public checks first")
+    parser.add_argument("--force", action="store_true", help=_("replace an earlier submission of this chapter"))
+    parser.add_argument("--no-checks", action="store_true", help=_("pack without running the public checks first"))
     parser.add_argument("--run", help=f"chapter {handin.CHAPTER}: the fine-tuning run folder whose model to hand in "
                         "(default: the best on valid under runs/)")
     parser.add_argument("--no-model", action="store_true", help=f"chapter {handin.CHAPTER}: hand in no trained model")
     parser.add_argument("--into-assignment", action="store_true",
-                        help="write course_submission/ beside the notebook, for `nbgrader submit`")
+                        help=_("write course_submission/ beside the notebook, for `nbgrader submit`"))
     args = parser.parse_args(argv)
     try:
         number = _chapter_with_checks(args.chapter)
@@ -224,18 +228,19 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_notebook:
             notebook = Path(args.notebook).resolve() if args.notebook else default_notebook(number)
             if not notebook.is_file():
-                raise SubmitError(f"notebook not found: {notebook}")
+                raise SubmitError(_("notebook not found: {path}").format(path=notebook))
         learner = _learner(args.learner)
         model_run = trained_run(number, args.run, args.no_model)
         if args.into_assignment:
             if notebook is None:
-                raise SubmitError("--into-assignment needs the notebook (its folder is the assignment)")
+                raise SubmitError(_("--into-assignment needs the notebook (its folder is the assignment)"))
             dest = notebook.parent / "course_submission"
             if dest.exists():
                 shutil.rmtree(dest)
             _report(number, notebook, args.no_checks)
             build(number, learner, None, dest, model_run=model_run)
-            print(f"wrote {dest} (manifest and course_lib snapshot); now run: nbgrader submit {notebook.parent.name}")
+            print(_("wrote {path} (manifest and course_lib snapshot); now run: {command}").format(
+                path=dest, command=f"nbgrader submit {notebook.parent.name}"))
             return 0
         out = Path(args.out) if args.out else LAYOUT.root / "submissions"
         out.mkdir(parents=True, exist_ok=True)
@@ -252,8 +257,9 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(targets["folder"], ignore_errors=True)
                 shutil.copytree(folder, targets["folder"])
         for target in targets.values():
-            print(f"hand in this {'file' if target.suffix else 'folder'}: {target}")
+            print((_("hand in this file: {path}") if target.suffix else _("hand in this folder: {path}")).format(
+                path=target))
     except SubmitError as err:
-        print(f"course submit: {err}", file=sys.stderr)
+        print(_("course submit: {error}").format(error=err), file=sys.stderr)
         return 2
     return 0

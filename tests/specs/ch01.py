@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
+from course_lib.provided.checking import _, Case, CheckFailure, Outputs, ready_made_case
 
 CHAPTER = "01"
 TITLE = "Why not RNNs"
@@ -100,9 +100,10 @@ def build(impl, inputs: dict[str, Tensor]) -> nn.Module:
             p = getattr(module, name, None)
             if not isinstance(p, nn.Parameter) or p.shape != inputs[name].shape:
                 got = "missing" if p is None else f"{type(p).__name__} of shape {tuple(getattr(p, 'shape', ()))}"
-                raise CheckFailure(f"RNN({input_size}, {hidden_size}) needs a parameter {name} of shape "
-                                   f"{tuple(inputs[name].shape)} (nn.Parameter), got {got}: the checks load "
-                                   "their weights into it")
+                raise CheckFailure("RNN({input_size}, {hidden_size}) needs a parameter {name} of shape {shape} "
+                                   "(nn.Parameter), got {got}: the checks load their weights into it",
+                                   input_size=input_size, hidden_size=hidden_size, name=name,
+                                   shape=tuple(inputs[name].shape), got=got)
             p.copy_(inputs[name])
     return module
 
@@ -111,7 +112,7 @@ def _run(module: nn.Module, inputs: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
     result = module(inputs["x"], inputs["h0"]) if "h0" in inputs else module(inputs["x"])
     if not isinstance(result, tuple) or len(result) != 2:
         got = type(result).__name__ + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
-        raise CheckFailure(f"RNN.forward should return a tuple (outputs, h_last), got {got}")
+        raise CheckFailure("RNN.forward should return a tuple (outputs, h_last), got {got}", got=got)
     return result
 
 
@@ -140,7 +141,8 @@ def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
     grads.update({f"grad_{name}": getattr(module, name).grad for name in PARAMETERS})
     missing = [k for k, v in grads.items() if v is None]
     if missing:
-        raise CheckFailure(f"no gradient reached {', '.join(missing)}: use h0 and every parameter, in torch operations")
+        raise CheckFailure("no gradient reached {names}: use h0 and every parameter, in torch operations",
+                           names=", ".join(missing))
     return grads
 
 
@@ -183,9 +185,9 @@ def drawn_as_promised(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, 
         w = outputs[name]
         reach = (1 - 2 * (1 - 1e-6 ** (1 / w.numel()))) * bound
         if not (bool(torch.isfinite(w).all()) and float(w.abs().max()) <= bound * (1 + 1e-6)):
-            broken[f"{name}_bound"] = f"{name} has values outside ±1/√hidden_size"
+            broken[f"{name}_bound"] = _("{name} has values outside ±1/√hidden_size").format(name=name)
         elif not (float(w.max()) > reach and float(w.min()) < -reach):
-            broken[f"{name}_spread"] = f"{name} does not spread over (-1/√hidden_size, 1/√hidden_size)"
+            broken[f"{name}_spread"] = _("{name} does not spread over (-1/√hidden_size, 1/√hidden_size)").format(name=name)
     return broken
 
 

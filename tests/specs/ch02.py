@@ -10,7 +10,7 @@ import math
 import torch
 from torch import Tensor
 
-from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
+from course_lib.provided.checking import _, Case, CheckFailure, Outputs, ready_made_case
 
 CHAPTER = "02"
 TITLE = "Attention"
@@ -93,7 +93,7 @@ def _attend(impl, inputs: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
     result = fn(*args, mask=inputs["mask"]) if "mask" in inputs else fn(*args)
     if not isinstance(result, tuple) or len(result) != 2:
         got = type(result).__name__ + (f" of length {len(result)}" if isinstance(result, (tuple, list)) else "")
-        raise CheckFailure(f"scaled_dot_product_attention should return a tuple (output, weights), got {got}")
+        raise CheckFailure("scaled_dot_product_attention should return a tuple (output, weights), got {got}", got=got)
     return result
 
 
@@ -113,7 +113,7 @@ def depends_on_query(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, s
     different queries differ), so that code that returns zeros does not earn the untouched case."""
     output = outputs["output"]                                     # (..., seq_q, d_v)
     if torch.allclose(output, output[..., :1, :].expand_as(output)):
-        return {"same_for_every_query": "the output is the same for every query: compute it from query, key and value"}
+        return {"same_for_every_query": _("the output is the same for every query: compute it from query, key and value")}
     return {}
 
 
@@ -132,7 +132,7 @@ def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
     grads = {}
     for name in ("query", "key", "value"):
         if inputs[name].grad is None:
-            raise CheckFailure(f"no gradient reached {name}: keep every step in torch operations")
+            raise CheckFailure("no gradient reached {names}: keep every step in torch operations", names=name)
         grads[f"grad_{name}"] = inputs[name].grad
     return grads
 
@@ -167,23 +167,23 @@ def dropped_weights(weights: Tensor, dropped: Tensor, p: float) -> dict[str, str
     """What dropout with probability ``p`` must do to attention ``weights`` (all > 0), whichever it drops:
     {property: message} of those that ``dropped`` breaks (chapters 03 and 05 use it too)."""
     if dropped.shape != weights.shape:
-        return {"shape": "with dropout the attention weights must keep their shape"}
+        return {"shape": _("with dropout the attention weights must keep their shape")}
     zero = dropped == 0
     if not bool(zero.any()):
-        broken = {"none_dropped": "with dropout > 0 no attention weight was zeroed"}
+        broken = {"none_dropped": _("with dropout > 0 no attention weight was zeroed")}
         if torch.allclose(dropped, weights, rtol=1e-5, atol=1e-7):
-            broken["unchanged"] = "with dropout > 0 the attention weights are those without dropout"
+            broken["unchanged"] = _("with dropout > 0 the attention weights are those without dropout")
         return broken
     broken = {}
     share, se = float(zero.double().mean()), math.sqrt(p * (1 - p) / zero.numel())
     if abs(share - p) > RATE_SE * se:
-        broken["rate"] = f"{share:.3f} of the weights were zeroed, expected the dropout probability {p:g} " \
-                         f"(within {RATE_SE * se:.3f})"
+        broken["rate"] = _("{share} of the weights were zeroed, expected the dropout probability {p} (within "
+                           "{within})").format(share=f"{share:.3f}", p=f"{p:g}", within=f"{RATE_SE * se:.3f}")
     kept = ~zero
     if torch.allclose(dropped[kept], weights[kept], rtol=1e-5, atol=1e-7):
-        broken["not_rescaled"] = "the weights kept are unchanged: they must be divided by 1 - p"
+        broken["not_rescaled"] = _("the weights kept are unchanged: they must be divided by 1 - p")
     elif not torch.allclose(dropped[kept], weights[kept] / (1 - p), rtol=1e-4, atol=1e-6):
-        broken["kept_values"] = "the weights kept are not the weights without dropout divided by 1 - p"
+        broken["kept_values"] = _("the weights kept are not the weights without dropout divided by 1 - p")
     return broken
 
 
@@ -194,7 +194,7 @@ def dropout_on_weights(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str,
     broken = dropped_weights(outputs["weights"], dropped, float(inputs["dropout_p"]))
     if "shape" not in broken and output.shape == outputs["output"].shape \
             and not torch.allclose(output, dropped @ inputs["value"], rtol=1e-4, atol=1e-5):
-        broken["output"] = "with dropout the output is not the returned weights times value"
+        broken["output"] = _("with dropout the output is not the returned weights times value")
     return broken
 
 

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 
 from course_lib.provided.chapters import load_spec
-from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
+from course_lib.provided.checking import _, Case, CheckFailure, Outputs, ready_made_case
 
 CHAPTER = "03"
 TITLE = "Multi-head attention"
@@ -78,8 +78,8 @@ def build(impl, inputs: dict[str, Tensor], dropout: float | None = None) -> nn.M
         for name in LAYERS:
             layer = getattr(module, name, None)
             if not isinstance(layer, nn.Linear) or layer.bias is None:
-                raise CheckFailure(f"MultiHeadAttention needs a member {name} = nn.Linear(d_model, d_model) "
-                                   "with a bias: the checks load their weights into it")
+                raise CheckFailure("MultiHeadAttention needs a member {name} = nn.Linear(d_model, d_model) "
+                                   "with a bias: the checks load their weights into it", name=name)
             layer.weight.copy_(inputs[f"{name}.weight"])
             layer.bias.copy_(inputs[f"{name}.bias"])
     return module
@@ -149,7 +149,8 @@ def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
             grads[f"grad_{name}.{part}"] = getattr(getattr(module, name), part).grad
     missing = [k for k, v in grads.items() if v is None]
     if missing:
-        raise CheckFailure(f"no gradient reached {', '.join(missing)}: use every projection, in torch operations")
+        raise CheckFailure("no gradient reached {names}: use every projection, in torch operations",
+                           names=", ".join(missing))
     return grads
 
 
@@ -186,7 +187,7 @@ def dropout_on_heads(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, s
     mixed = (dropped @ v).transpose(1, 2).reshape(batch, -1, d_model)                  # (batch, seq_q, d_model)
     if not torch.allclose(outputs["training_output"], mixed @ inputs["w_o.weight"].T + inputs["w_o.bias"],
                           rtol=1e-4, atol=1e-5):
-        broken["output"] = "in training mode the output is not made from the attention weights kept (attn_weights)"
+        broken["output"] = _("in training mode the output is not made from the attention weights kept (attn_weights)")
     return broken
 
 

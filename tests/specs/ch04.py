@@ -15,7 +15,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
+from course_lib.provided.checking import _, Case, CheckFailure, Outputs, ready_made_case
 
 CHAPTER = "04"
 TITLE = "Positional encoding"
@@ -66,8 +66,8 @@ def add(impl, inputs: dict[str, Tensor]) -> Outputs:
     output = module(x)
     if isinstance(output, Tensor) and output.dim() == 3 and output.shape[:2] == x.shape[:2] \
             and output.size(-1) == 2 * x.size(-1):
-        raise CheckFailure(f"the output has shape {tuple(output.shape)} for an input {tuple(x.shape)}: "
-                           "twice the features, so x and the encoding were joined side by side, not summed")
+        raise CheckFailure("the output has shape {got} for an input {shape}: twice the features, so x and the "
+                           "encoding were joined side by side, not summed", got=tuple(output.shape), shape=tuple(x.shape))
     return {"output": output}
 
 
@@ -107,18 +107,19 @@ def dropout_done(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
     that fail. Which elements are dropped is not graded; the evaluation output is (against the reference)."""
     output, training = outputs["output"], outputs["training_output"]
     if training.shape != output.shape:
-        return {"shape": "in training mode the output must be a tensor of the input's shape"}
+        return {"shape": _("in training mode the output must be a tensor of the input's shape")}
     kept = training != 0
     broken = {}
     if bool(kept.all()):
-        broken["none_zeroed"] = "in training mode no element was zeroed"
+        broken["none_zeroed"] = _("in training mode no element was zeroed")
     share, se = 1 - float(kept.double().mean()), math.sqrt(DROP_P * (1 - DROP_P) / kept.numel())
     if 0 < share < 1 and abs(share - DROP_P) > RATE_SE * se:  # chapter 02's bound: 5 binomial standard errors
-        broken["rate"] = f"in training mode {share:.3f} of the elements were zeroed, expected p = {DROP_P}"
+        broken["rate"] = _("in training mode {share} of the elements were zeroed, expected p = {p}").format(
+            share=f"{share:.3f}", p=DROP_P)
     if not bool(kept.any()):
-        broken["all_zeroed"] = "in training mode every element was zeroed"
+        broken["all_zeroed"] = _("in training mode every element was zeroed")
     elif not torch.allclose(training[kept], output[kept] / (1 - DROP_P), rtol=1e-4, atol=1e-5):
-        broken["kept_scaled"] = "in training mode the elements kept are not (x + pe) / (1 - p)"
+        broken["kept_scaled"] = _("in training mode the elements kept are not (x + pe) / (1 - p)")
     return broken
 
 
@@ -206,9 +207,10 @@ def initialised_as_promised(outputs: Outputs, inputs: dict[str, Tensor]) -> dict
     mean, std = float(outputs["weight_mean"]), float(outputs["weight_std"])
     broken = {}
     if not abs(mean) <= RATE_SE * s / math.sqrt(n):
-        broken["mean"] = f"a fresh TokenEmbedding's weight has mean {mean:.3g}, expected 0"
+        broken["mean"] = _("a fresh TokenEmbedding's weight has mean {mean}, expected 0").format(mean=f"{mean:.3g}")
     if not abs(std - s) <= RATE_SE * s / math.sqrt(2 * n):
-        broken["std"] = f"a fresh TokenEmbedding's weight has standard deviation {std:.4g}, expected 1/√d_model"
+        broken["std"] = _("a fresh TokenEmbedding's weight has standard deviation {std}, expected 1/√d_model").format(
+            std=f"{std:.4g}")
     return broken
 
 
@@ -271,7 +273,7 @@ MISTAKES = {
     "exponent_i": "The exponent uses i instead of 2i: the frequency of columns 2i and 2i+1 is "
                   "1 / 10000^(2i / d_model), where 2i is the even column index (0, 2, 4, …), not the pair index "
                   "(0, 1, 2, …).",
-    "no_sqrt_scale": "The embeddings are not multiplied by √d_model: return self.embedding(tokens) * "
+    "no_sqrt_scale": "The embeddings are not multiplied by √d_model: multiply what self.embedding returns by "
                      "math.sqrt(self.d_model) (the paper, section 3.4).",
     "concatenated": "The encoding is concatenated to x instead of added: the output must keep d_model features; "
                     "return x + pe[:, :seq].",

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from course_lib.provided.chapters import load_spec_part
-from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
+from course_lib.provided.checking import _, Case, CheckFailure, Outputs, ready_made_case
 
 CHAPTER = "05"
 TITLE = "Encoder"
@@ -32,7 +32,7 @@ _linear, _norm = _inputs._linear, _inputs._norm  # chapter 08's weights are made
 def _load(module: object, what: str, inputs: dict[str, Tensor]) -> nn.Module:
     """``module`` in the inputs' dtype, in evaluation mode, holding the case's parameters (by name)."""
     if not isinstance(module, nn.Module):
-        raise CheckFailure(f"{what} must be an nn.Module (class {what}(nn.Module))")
+        raise CheckFailure("{what} must be an nn.Module (class {what}(nn.Module))", what=what)
     module = module.to(inputs["x"].dtype).eval()
     params = dict(module.named_parameters())
     with torch.no_grad():
@@ -42,12 +42,12 @@ def _load(module: object, what: str, inputs: dict[str, Tensor]) -> nn.Module:
             name = key[len(P):]
             if name not in params:
                 near = [p for p in params if p.rsplit(".", 1)[0] == name.rsplit(".", 1)[0]] or list(params)[:4]
-                raise CheckFailure(f"{what} has no parameter {name}: the checks load their weights by these "
-                                   f"names, so keep the members of the docstring (it has {len(params)} parameters"
-                                   + (f", e.g. {', '.join(near[:4])})" if near else ")"))
+                raise CheckFailure("{what} has no parameter {name}: the checks load their weights by these names, so "
+                                   "keep the members of the docstring (it has {count} parameters{near})", what=what,
+                                   name=name, count=len(params), near=_(", e.g. {names}").format(names=", ".join(near[:4])) if near else "")
             if params[name].shape != value.shape:
-                raise CheckFailure(f"{what}: parameter {name} has shape {tuple(params[name].shape)}, "
-                                   f"expected {tuple(value.shape)}")
+                raise CheckFailure("{what}: parameter {name} has shape {got}, expected {want}", what=what, name=name,
+                                   got=tuple(params[name].shape), want=tuple(value.shape))
             params[name].copy_(value)
     return module
 
@@ -78,8 +78,8 @@ def norm_init(impl, inputs: dict[str, Tensor]) -> Outputs:
     for name in ("weight", "bias"):
         value = getattr(module, name, None)
         if not isinstance(value, nn.Parameter):
-            raise CheckFailure(f"LayerNorm.{name} must be an nn.Parameter of shape (d_model,), so that it is "
-                               "learned (and found by module.parameters())")
+            raise CheckFailure("LayerNorm.{name} must be an nn.Parameter of shape (d_model,), so that it is learned "
+                               "(and found by module.parameters())", name=name)
         out[name] = value.detach()
     return out
 
@@ -167,7 +167,8 @@ def gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
     grads.update({f"grad_{k[len(P):]}": params[k[len(P):]].grad for k in inputs if k.startswith(P)})
     missing = [k for k, v in grads.items() if v is None]
     if missing:
-        raise CheckFailure(f"no gradient reached {', '.join(missing)}: use every parameter, in torch operations")
+        raise CheckFailure("no gradient reached {names}: use every parameter, in torch operations",
+                           names=", ".join(missing))
     return grads
 
 

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from course_lib.provided.chapters import load_spec, load_spec_part
-from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
+from course_lib.provided.checking import _, Case, CheckFailure, Outputs, ready_made_case
 
 CHAPTER = "06"
 TITLE = "Decoder and masks"
@@ -93,8 +93,8 @@ def decoder_gradients(impl, inputs: dict[str, Tensor]) -> Outputs:
     grads.update({f"grad_{k[len(P):]}": params[k[len(P):]].grad for k in inputs if k.startswith(P)})
     missing = [k for k, v in grads.items() if v is None]
     if missing:
-        raise CheckFailure(f"no gradient reached {', '.join(missing)}: use every parameter, and memory in the "
-                           "cross-attention, in torch operations")
+        raise CheckFailure("no gradient reached {names}: use every parameter, and memory in the cross-attention, in "
+                           "torch operations", names=", ".join(missing))
     return grads
 
 
@@ -126,8 +126,8 @@ def no_leak(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
     before, after = outputs["logits"], outputs["logits_changed"]  # (batch, tgt_seq, tgt_vocab) each
     leak = not torch.allclose(after[:, :t], before[:, :t], rtol=1e-4, atol=1e-5)
     blind = torch.allclose(after[:, t], before[:, t], rtol=0.0, atol=1e-4)
-    return {**({"earlier_change": "changing a target token changed the logits at earlier positions"} if leak else {}),
-            **({"no_later_change": "changing a target token changed nothing at its own position"} if blind else {})}
+    return {**({"earlier_change": _("changing a target token changed the logits at earlier positions")} if leak else {}),
+            **({"no_later_change": _("changing a target token changed nothing at its own position")} if blind else {})}
 
 
 def model_config(impl, inputs: dict[str, Tensor]) -> Outputs:

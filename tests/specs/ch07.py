@@ -62,7 +62,7 @@ class SuccessorModel(nn.Module):
 # ---------------------------------------------------------------- probes (they call your code)
 def _tokens(out: object, what: str) -> Tensor:
     if not isinstance(out, Tensor):
-        raise CheckFailure(f"{what} must return a Tensor of token ids, got {type(out).__name__}")
+        raise CheckFailure("{what} must return a Tensor of token ids, got {got}", what=what, got=type(out).__name__)
     return out
 
 

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from course_lib.provided.chapters import load_spec
-from course_lib.provided.checking import Case, CheckFailure, Outputs, ready_made_case
+from course_lib.provided.checking import _, Case, CheckFailure, Outputs, ready_made_case
 
 CHAPTER = "08"
 TITLE = "Capstone: sentiment classifier"
@@ -161,14 +161,14 @@ def real_positions_unchanged(outputs: Outputs, inputs: dict[str, Tensor]) -> dic
     real = inputs["tokens"] != inputs["pad_id"]                     # (batch, seq)
     if torch.allclose(outputs["hidden"][real], outputs["hidden_more_padding"][real], rtol=1e-4, atol=1e-5):
         return {}
-    return {"padding_changes_real_tokens": "more pad columns changed encode() at the real tokens"}
+    return {"padding_changes_real_tokens": _("more pad columns changed encode() at the real tokens")}
 
 
 def logits_unchanged(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:
     """More pad columns change no logit."""
     if torch.allclose(outputs["logits"], outputs["logits_more_padding"], rtol=1e-4, atol=1e-5):
         return {}
-    return {"padding_changes_logits": "more pad columns changed the logits"}
+    return {"padding_changes_logits": _("more pad columns changed the logits")}
 
 
 def ends_with_a_norm(outputs: Outputs, inputs: dict[str, Tensor]) -> dict[str, str]:

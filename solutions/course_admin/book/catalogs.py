@@ -115,6 +115,7 @@ def typography(msgstr: str) -> list[str]:
 
 GLOSSARY = LAYOUT.root / "book" / "appendix_glossary.md"
 SINGLE_WORDS = {"encoder", "decoder", "perplexity"}  # one-word terms with one meaning in this book
+DISPLAY_MATHS = re.compile(r"\s*\\begin\{")  # a $$ block's message is its LaTeX alone
 
 
 def _variants(cell: str, chinese: bool) -> list[list[str]]:
@@ -151,10 +152,14 @@ def terms(msgid: str, msgstr: str, page: str = "", pairs: list[tuple[str, list[s
     the glossary's own page, whose English column stays English)."""
     if page and page_of(page) == page_of(GLOSSARY):
         return []
+    if DISPLAY_MATHS.match(msgid):  # a displayed equation: its \\text{...} words are maths, kept as they are
+        return []
     english = PROTECTED.sub(" ", msgid)
     found = []
     for term, forms in glossary() if pairs is None else pairs:
-        if re.search(r"(?<![\w-])" + re.escape(term) + r"s?(?![\w-])", english, re.IGNORECASE) and \
+        # a one-word term is matched in lower case only: capitalised, "Encoder" and "Decoder" are class names here
+        flags = 0 if " " not in term and "-" not in term else re.IGNORECASE
+        if re.search(r"(?<![\w-])" + re.escape(term) + r"s?(?![\w-])", english, flags) and \
                 not any(form in msgstr for form in forms):
             found.append(f"glossary: {term!r} is {' or '.join(forms)}")
     return found

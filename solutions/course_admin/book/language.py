@@ -5,7 +5,8 @@ The English edition is ``_build/html/``, the Chinese one ``_build/html/zh/`` wit
 thing in the page's article (``lang`` and ``hreflang`` set, so a screen reader reads it in its language),
 and the page's head says where its translation is (``<link rel="alternate" hreflang>``). ``<html lang>``
 is Sphinx's, from ``language``: ``en`` or ``zh-CN``. A Chinese page not yet translated (not in
-catalogs.TRANSLATED) says so at its top, and its English content is marked ``lang="en"``.
+catalogs.TRANSLATED) says so at its top, and its English content is marked ``lang="en"``. A phrase that a
+page's code inserts into its prose is glued in each language (``glued_for``), and each edition shows its own.
 """
 from __future__ import annotations
 
@@ -44,6 +45,13 @@ def _switch(app: Sphinx, pagename: str, templatename: str, context: dict[str, An
     context["metatags"] = context.get("metatags", "") + f'\n<link rel="alternate" hreflang="{tag}" href="{href}" />'
 
 
+def glued_for(name: str, language: str) -> str:
+    """The glue name of ``name``'s value in ``language``: a page's code glues a phrase it inserts into prose
+    twice, ``glue("verdict", "well below")`` and ``glue("verdict__zh_CN", "远低于", display=False)``; one
+    execution serves both editions, and the Chinese one's ``{glue:text}`verdict``` shows the second."""
+    return f"{name}__{language}"
+
+
 _RENDERERS: dict[str, Any] = {}  # docname -> myst-nb's renderer of the page being read
 
 
@@ -56,6 +64,17 @@ def _glue_in_translations() -> None:
     from myst_nb.ext.glue import directives, roles, utils
     original = utils.retrieve_glue_data
 
+    def in_language(document: Any, key: str) -> Any:
+        """A value glued for this edition's language (``name__zh_CN``, see ``glued_for``) before the English."""
+        env = getattr(document.settings, "env", None)
+        language = getattr(getattr(env, "config", None), "language", None) or "en"
+        if language != "en":
+            try:
+                return retrieve(document, glued_for(key, language))
+            except utils.RetrievalError:
+                pass
+        return retrieve(document, key)
+
     def retrieve(document: Any, key: str) -> Any:
         env = getattr(document.settings, "env", None)
         if env is None or "nb_renderer" in document or env.docname not in _RENDERERS:
@@ -67,7 +86,7 @@ def _glue_in_translations() -> None:
             return original(document, key)
         finally:
             del document["nb_renderer"]
-    roles.retrieve_glue_data = directives.retrieve_glue_data = retrieve
+    roles.retrieve_glue_data = directives.retrieve_glue_data = in_language
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

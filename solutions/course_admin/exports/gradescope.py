@@ -35,6 +35,7 @@ import time
 import zipfile
 from pathlib import Path
 
+from course_lib.provided import i18n
 from course_lib.provided import chapters as chapters_mod
 from course_lib.provided.layout import LAYOUT
 
@@ -83,7 +84,7 @@ ROOT="${{COURSE_AUTOGRADER_ROOT:-/autograder}}"
 PYTHON="${{COURSE_AUTOGRADER_PYTHON:-/autograder/venv/bin/python}}"
 export PYTHONPATH="$ROOT/source/course:$ROOT/source/course/solutions"
 cd "$ROOT"
-exec "$PYTHON" -m course_admin.exports.gradescope run --root "$ROOT" --chapters {chapters} --isolation {isolation}
+exec "$PYTHON" -m course_admin.exports.gradescope run --root "$ROOT" --chapters {chapters} --isolation {isolation} --lang {lang}
 """
 
 
@@ -135,14 +136,15 @@ def pinned_requirements(top: str = "transformers-from-scratch") -> list[str]:
     return [f"{k}=={v}" for k, v in sorted(seen.items()) if k not in ("torch", top)]
 
 
-def build(numbers: list[str], out: Path, isolation: str = "auto") -> Path:
-    """Write out/gradescope_chNN.zip for the chapters ``numbers`` (one zip grades them together)."""
+def build(numbers: list[str], out: Path, isolation: str = "auto", lang: str = "en") -> Path:
+    """Write out/gradescope_chNN.zip for the chapters ``numbers`` (one zip grades them together), its feedback in
+    ``lang``."""
     out.mkdir(parents=True, exist_ok=True)
     name = "_".join(f"ch{n}" for n in numbers)
     target = out / f"gradescope_{name}.zip"
     listed = " ".join(numbers)
     scripts = {"setup.sh": SETUP_SH.format(torch=torch_version(), chapters=listed),
-               "run_autograder": RUN_AUTOGRADER.format(chapters=listed, isolation=isolation)}
+               "run_autograder": RUN_AUTOGRADER.format(chapters=listed, isolation=isolation, lang=lang)}
     pins = "# the versions `course gradescope` was run with (setup.sh installs them)\n" + \
         "\n".join(pinned_requirements()) + "\n"
     tmp = target.with_suffix(".zip.tmp")
@@ -177,7 +179,7 @@ def _log(line: str) -> None:
     print(f"course gradescope: {line}", flush=True)
 
 
-def run(root: Path, numbers: list[str], isolation: str) -> int:
+def run(root: Path, numbers: list[str], isolation: str, lang: str = "en") -> int:
     """Grade /autograder/submission with `course grade` and write results/results.json."""
     from ..grading import grade
     from ..grading.container import container_isolation
@@ -217,7 +219,8 @@ def run(root: Path, numbers: list[str], isolation: str) -> int:
         except SubmissionError as exc:
             write_results(results_file, failure(str(exc)))
             return 1
-        argv = [str(target), "--out", str(work / "grades"), "--chapters", *numbers, "--no-notebooks", *options]
+        argv = [str(target), "--out", str(work / "grades"), "--chapters", *numbers, "--no-notebooks", *options,
+                "--lang", lang]
         said = io.StringIO()
         try:
             with contextlib.redirect_stderr(said):
@@ -275,12 +278,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--chapters", nargs="+", required=True)
         parser.add_argument("--isolation", choices=ISOLATIONS, default="auto")
         parser.add_argument("--allow-rlimits", action="store_true", help=argparse.SUPPRESS)  # zips of before: auto
+        parser.add_argument("--lang", default="en")  # zips of before: English
         args = parser.parse_args(argv[1:])
         numbers = _numbers(parser, args.chapters)
         if argv[0] == "prepare":
             prepare(numbers, args.root / "source" / "prepared")
             return 0
-        return run(args.root, numbers, args.isolation)
+        return run(args.root, numbers, args.isolation, args.lang)
     parser = argparse.ArgumentParser(prog="course gradescope", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("chapters", nargs="*", help="chapters, one zip each (default: every chapter with checks)")
@@ -292,11 +296,17 @@ def main(argv: list[str] | None = None) -> int:
                              "bubblewrap or no grade at all")
     parser.add_argument("--allow-rlimits", action="store_true",
                         help="kept for old scripts: what --isolation auto, the default, does now")
+    parser.add_argument("--lang", default="en", metavar="LANG",
+                        help="the learners' language, en (default) or zh_CN: the feedback Gradescope shows them")
     args = parser.parse_args(argv)
+    try:
+        args.lang = i18n.normalise(args.lang)
+    except ValueError as err:
+        parser.error(f"--lang: {err}")
     numbers = _numbers(parser, args.chapters)
     groups = [numbers] if args.together else [[n] for n in numbers]
     for group in groups:
-        path = build(group, args.out, args.isolation)
+        path = build(group, args.out, args.isolation, args.lang)
         print(f"course gradescope: wrote {path} ({path.stat().st_size / 1e6:.1f} MB): upload it as the autograder "
               f"of the Gradescope assignment for {', '.join('ch' + n for n in group)}")
     return 0

@@ -40,6 +40,7 @@ import uuid
 from dataclasses import replace
 from pathlib import Path
 
+from course_lib.provided import i18n
 from course_lib.provided import chapters as chapters_mod
 from course_lib.provided import uses
 from course_lib.provided.layout import LAYOUT
@@ -183,8 +184,16 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str], O
     parser.add_argument("--manual", type=Path, metavar="NBGRADER_DB",
                         help="merge the written answers graded by hand in formgrader from this nbgrader "
                              "gradebook (e.g. grades/gradebook.db); run again after grading more")
+    parser.add_argument("--lang", default=os.environ.get("COURSE_LANG") or "en", metavar="LANG",
+                        help="the learners' language, en (default, or $COURSE_LANG) or zh_CN: the feedback, the rows' "
+                             "messages and the known mistakes in it; scores never depend on it")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    try:
+        args.lang = i18n.normalise(args.lang)
+    except ValueError as err:
+        parser.error(f"--lang: {err}")
+    os.environ["COURSE_LANG"] = args.lang  # for this process, its workers and their sandboxes (cold.environment)
     try:
         numbers = [chapters_mod.normalise(c) for c in args.chapters] if args.chapters else chapters_mod.available()
     except ValueError as err:
@@ -277,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     found = discover(args.submissions)
     subs = [s for s in found if s.chapter is None or s.chapter in numbers]  # collected for another chapter: not now
     config = f"{plan.grader_fingerprint(numbers, opts.prereqs)}|{opts.isolation}"  # a switch of isolation regrades
+    config += f"|{args.lang}" if args.lang != "en" else ""  # and of language: the messages are stored in the rows
     for sub in subs:
         sub.fingerprint = f"{sub.fingerprint or 'error:' + (sub.error or '')}|{config}"
     done = {} if args.regrade else book.finished()

@@ -13,10 +13,12 @@ known) and ``{capstone_runs}`` (capstone_times.py's record).
 """
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 from pathlib import Path
 
+from course_lib.provided import i18n
 from course_lib.provided.layout import Layout
 from course_lib.provided.syllabus import SYLLABUS
 
@@ -28,6 +30,11 @@ from .stubs import ReleaseError
 INSTRUCTOR_ONLY = ("solutions/", ".ci/", "nbgrader_config.py", "book/", "_config.yml", "_toc.yml")
 # Files the learner's folder has in its own version (solutions/learner/<name>).
 OWN_VERSION = ("README.md", "pyproject.toml", "Makefile", "AGENTS.md")  # AGENTS.md: the AI assistants' policy
+# What `--lang` adds to the learner's pyproject.toml: the language i18n.py reads.
+LANGUAGE_SETTING = ("\n[tool.course]\n# the language of what `course check`, check() and `make submit` say "
+                    "(course_lib/provided/i18n.py; COURSE_LANG overrides it)\nlanguage = \"{lang}\"\n")
+TABLE_WORDS = {"en": ("chapter", "you implement", "status", "**ready**", "coming"),
+               "zh_CN": ("章", "你要实现的内容", "状态", "**已就绪**", "即将推出")}
 
 
 def learner_files(root: Path) -> list[str]:
@@ -40,48 +47,76 @@ def learner_files(root: Path) -> list[str]:
     return sorted(p for p in listed if p and not p.startswith(INSTRUCTOR_ONLY) and (root / p).is_file())
 
 
-def page_url(book_url: str, page: str) -> str:
-    """The address of a chapter's page in the published book (Jupyter Book: book/<page>.html)."""
-    return f"{book_url.rstrip('/')}/book/{page}.html"
+def page_url(book_url: str, page: str, lang: str = "en") -> str:
+    """The address of a chapter's page in the published book (Jupyter Book: book/<page>.html; the Chinese
+    edition's under zh/)."""
+    return f"{book_url.rstrip('/')}/{'zh/' if lang != 'en' else ''}book/{page}.html"
 
 
-def chapter_table(root: Path, book_url: str | None = None) -> str:
+def chapter_table(root: Path, book_url: str | None = None, lang: str = "en") -> str:
     """The chapters as the learner's README lists them: number, title (a link to its page when the book's
-    address is known), what to implement, ready or coming."""
+    address is known; in Chinese, to the Chinese edition's), what to implement, ready or coming."""
     layout = Layout(root)
-    rows = ["| NN | chapter | you implement | status |", "|---|---|---|---|"]
+    words = TABLE_WORDS[lang]
+    rows = [f"| NN | {words[0]} | {words[1]} | {words[2]} |", "|---|---|---|---|"]
     for c in SYLLABUS:
-        title = f"[{c.title}]({page_url(book_url, c.page)})" if book_url and c.ready(layout) else c.title
-        rows.append(f"| {c.number} | {title} | {c.implements} | {'**ready**' if c.ready(layout) else 'coming'} |")
+        name = i18n.catalog(lang).get(c.title, c.title)
+        title = f"[{name}]({page_url(book_url, c.page, lang)})" if book_url and c.ready(layout) else name
+        rows.append(f"| {c.number} | {title} | {c.implements} | {words[3] if c.ready(layout) else words[4]} |")
     return "\n".join(rows)
 
 
-def book_line(book_url: str | None) -> str:
+def book_line(book_url: str | None, lang: str = "en") -> str:
+    if lang != "en":
+        return (f"本书的中文版在 <{book_url.rstrip('/')}/zh/>；下表链接了每一章的页面。" if book_url
+                else "本书在网上发布；网址由你的教师提供。")
     if book_url:
         return f"The book is at <{book_url}>; each chapter's page is linked in the table below."
     return "The book is online; your instructor gives you its address."
 
 
-def own_version(root: Path, name: str, book_url: str | None = None) -> str:
-    template = root / "solutions" / "learner" / name
+def translated_from(english: str) -> str:
+    """The first line a translated template starts with: the English it was made from, by its digest, so that an
+    English edit without its translation is caught (solutions/tests/release/test_learner_tree_zh.py)."""
+    return f"<!-- translated from README.md {hashlib.sha256(english.encode()).hexdigest()[:16]} -->"
+
+
+def template_of(root: Path, name: str, lang: str = "en") -> Path:
+    """solutions/learner/<name>, or its translation <stem>.<lang><suffix> (README.zh_CN.md)."""
+    folder = root / "solutions" / "learner"
+    return folder / (name if lang == "en" or name != "README.md" else f"{Path(name).stem}.{lang}{Path(name).suffix}")
+
+
+def own_version(root: Path, name: str, book_url: str | None = None, lang: str = "en") -> str:
+    template = template_of(root, name, lang)
     if not template.is_file():
         raise ReleaseError(f"--learner-tree: the learner's {name} is missing ({template})")
     text = template.read_text(encoding="utf-8")
+    if name == "pyproject.toml" and lang != "en":
+        return text + LANGUAGE_SETTING.format(lang=lang)
     if name != "README.md":
         return text
+    if lang != "en":
+        first, _, text = text.partition("\n")
+        english = (template.with_name(name)).read_text(encoding="utf-8")
+        if first.strip() != translated_from(english):
+            raise ReleaseError(f"--learner-tree --lang {lang}: {template.name} was translated from another README.md "
+                               f"than the current one: translate the change, then make its first line "
+                               f"{translated_from(english)}")
     try:
         runs = capstone_times.readme_lines(capstone_times.load(template.with_name(capstone_times.RECORD.name)))
     except (FileNotFoundError, KeyError, ValueError) as err:
         raise ReleaseError(f"--learner-tree: {err}") from None
-    return (text.replace("{book}", book_line(book_url)).replace("{chapter_table}", chapter_table(root, book_url))
+    return (text.replace("{book}", book_line(book_url, lang)).replace("{chapter_table}", chapter_table(root, book_url, lang))
             .replace("{capstone_runs}", runs))
 
 
-def export_learner_tree(root: Path, dest: Path, book_url: str | None = None) -> list[str]:
-    """Write the learner's course folder into the new folder ``dest``; return its files (relative)."""
+def export_learner_tree(root: Path, dest: Path, book_url: str | None = None, lang: str = "en") -> list[str]:
+    """Write the learner's course folder into the new folder ``dest``, in ``lang`` (its README, and the language
+    of what the course says to the learner: pyproject's ``[tool.course] language``); return its files."""
     if dest.exists() and any(dest.iterdir()):
         raise ReleaseError(f"--learner-tree: {dest} exists and is not empty; give a new folder")
-    own = {name: own_version(root, name, book_url) for name in OWN_VERSION}  # raises before anything is written
+    own = {name: own_version(root, name, book_url, lang) for name in OWN_VERSION}  # raises before anything is written
     files = [rel for rel in learner_files(root) if rel not in OWN_VERSION]
     for rel in files:
         target = dest / rel

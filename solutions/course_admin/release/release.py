@@ -32,6 +32,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from course_lib.provided import i18n
 from course_lib.provided.layout import EXERCISE_RE, LAYOUT, Layout
 
 from ..intake.answers import auto_graded
@@ -211,7 +212,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--book-url", metavar="URL",
                         help="with --learner-tree: where the book is published; the learner README links it and "
                              "each chapter's page (without it, the README says the instructor gives the address)")
+    parser.add_argument("--lang", default="en", metavar="LANG",
+                        help="with --learner-tree: the learners' language, en (default) or zh_CN: the tree's README "
+                             "and what course check, check() and make submit say to them")
     args = parser.parse_args(argv)
+    try:
+        args.lang = i18n.normalise(args.lang)
+    except ValueError as err:
+        parser.error(str(err))
+    if args.lang != "en" and args.learner_tree is None:
+        parser.error("--lang is for the learner tree (--learner-tree DIR): the exercise notebooks themselves are "
+                     "released in English for now")
     layout = Layout(args.root.resolve())
     try:
         with tempfile.TemporaryDirectory(prefix="course-release-") as tmp:
@@ -238,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"course release: {summary} generated, {changed or 'no'} change(s) to the tree")
     if args.learner_tree is not None:
         try:
-            files = export_learner_tree(layout.root, args.learner_tree, args.book_url)
+            files = export_learner_tree(layout.root, args.learner_tree, args.book_url, args.lang)
         except ReleaseError as err:
             print(f"course release: {err}", file=sys.stderr)
             return 2

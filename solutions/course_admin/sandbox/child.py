@@ -77,11 +77,11 @@ def _audit(allowed_roots: list[str]):
 def _record(actual: object, describe, tensor_type: type) -> dict:
     """A probe's result as plain data: tensors copied to the CPU, anything else named by its type."""
     if isinstance(actual, BaseException):
-        try:
-            message = describe(actual)
+        try:  # in English (what the spec's RAISES patterns match), and as the learner reads it
+            message, shown = describe(actual, str), describe(actual)
         except BaseException:  # noqa: BLE001
-            message = f"raised {type(actual).__name__}"
-        return {"kind": "exception", "message": str(message)[:MAX_MESSAGE]}
+            message = shown = f"raised {type(actual).__name__}"
+        return {"kind": "exception", "message": str(message)[:MAX_MESSAGE], "shown": str(shown)[:MAX_MESSAGE]}
     if not isinstance(actual, dict):
         return {"kind": "not_dict", "type": type(actual).__name__}
     outputs: dict[str, object] = {}

@@ -112,11 +112,13 @@ def _bwrap_argv(box: Path, inner: list[str], limits: Limits, pid_1: bool = False
 
 def environment(isolation: str, box: Path, token_var: str, token: str) -> dict[str, str]:
     """The whole environment of the command: one thread, a fixed hash seed, no bytecode written, the
-    run's token, and HOME and TMPDIR where it may write (/tmp under bwrap, else the box)."""
+    run's token, HOME and TMPDIR where it may write (/tmp under bwrap, else the box), and the learners'
+    language when the grader has one (``COURSE_LANG``: what the child says of an exception)."""
     scratch = "/tmp" if isolation == "bwrap" else str(box)
+    language = {"COURSE_LANG": os.environ["COURSE_LANG"]} if os.environ.get("COURSE_LANG") else {}  # `--lang`
     return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": scratch, token_var: token,
             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
-            "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": scratch}
+            "PYTHONDONTWRITEBYTECODE": "1", "TMPDIR": scratch, **language}
 
 
 def new_cgroup(limits: Limits) -> reaper.Cgroup:

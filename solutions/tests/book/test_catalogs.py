@@ -85,6 +85,13 @@ def test_glossary_terms_are_rendered_as_the_glossary_does() -> None:
     assert catalogs.terms("Self-attention mixes positions.", "自我关注混合各个位置。") == [
         "glossary: 'self-attention' is 自注意力"]
     assert catalogs.terms("Call `self-attention` here.", "在这里调用 `self-attention`。") == []  # code is code
+    # a one-word term counts in lower case only: capitalised it is the class (`Encoder`, often without backticks)
+    assert catalogs.terms("The encoder stacks layers.", "Encoder 堆叠多层。") == ["glossary: 'encoder' is 编码器"]
+    assert catalogs.terms("Encoder with norm_first=True ends with its own LayerNorm", "norm_first=True 的 Encoder 以"
+                          "它自己的 LayerNorm 结束") == []
+    # a displayed equation's \\text{} words are maths and stay as they are
+    maths = "\\begin{aligned}\nx &= \\mathrm{CrossAttention}(x, m, m;\\ \\text{source padding mask})\n\\end{aligned}"
+    assert catalogs.terms(maths, maths) == [] and catalogs.terms("a padding mask", "a padding mask") != []
 
 
 @pytest.mark.parametrize("msgid, needed", [("Chapters", True), ("81.0%", False), ("finetune-quick-bigrams", False),

@@ -70,3 +70,14 @@ def test_the_shipped_font_draws_every_character_of_the_chinese_edition(editions)
     used = cjk_font.characters(*(p.read_text(encoding="utf-8") for p in chinese))
     missing = sorted(used - cjk_font.font_characters())
     assert len(used) > 300 and missing == [], "".join(missing[:80])
+
+
+def test_a_phrase_the_code_inserts_is_in_each_editions_language(editions) -> None:
+    """Chapter 03 glues "the same" (English) and "相同" (``p_all_same__zh_CN``): one execution, each edition its own
+    phrase (language.glued_for); a page without a Chinese twin of a glued phrase would show the English."""
+    english = (BOOK / "book" / "03_multihead_attention.html").read_text(encoding="utf-8")
+    chinese = (ZH / "book" / "03_multihead_attention.html").read_text(encoding="utf-8")
+    same = re.search(r"64 heads are (?:<[^>]+>)*(the same|different)", english)
+    assert same, "chapter 03's English sentence with p_all_same moved"
+    assert {"the same": "相同", "different": "不同"}[same[1]] in re.sub(r"<[^>]+>", "", chinese.split("64 个头", 1)[1])[:80]
+    assert "the same" not in re.sub(r"<[^>]+>", "", chinese.split("64 个头", 1)[1])[:80]

@@ -1,0 +1,76 @@
+"""The language of what the course says to a learner: `course check`, `check()`, `make submit` and the grader's
+feedback, in English or in Simplified Chinese.
+
+A message is written in English where it is made, marked with ``_``, its variable parts as ``str.format`` fields:
+
+    _("{name}: shape {got}, expected {want}").format(name=key, got=..., want=...)
+
+``_`` returns the message in the current language: its translation from ``locale/zh_CN.json`` (English message
+-> Chinese, the English being the key, so a changed English message has no translation until one is written for
+it), or the English when there is none. Text that is data (a spec's ``MISTAKES`` and a case's hints) is
+translated where it is shown, by the same ``_``. ``course_admin.release.messages`` extracts every message and a
+test fails on one without its translation, on a translation of an English message that is gone, and on one that
+loses a field, inline code or a glossary term.
+
+The language: ``COURSE_LANG`` if set (``en`` or ``zh_CN``), else ``[tool.course] language`` in the tree's
+pyproject.toml (``course release --learner-tree DIR --lang zh_CN`` writes it), else English. The grader sets
+``COURSE_LANG`` from ``course grade --lang`` for itself and its sandboxes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+LANGUAGES = ("en", "zh_CN")
+LOCALE = Path(__file__).with_name("locale")
+_SETTING = re.compile(r'^\[tool\.course\][^\[]*?^language\s*=\s*"([\w-]+)"', re.MULTILINE | re.DOTALL)
+
+
+def normalise(name: str) -> str:
+    """'zh', 'zh_CN', 'zh-CN' and 'zh-Hans' all mean 'zh_CN'; 'en' and '' mean English; anything else raises."""
+    key = name.strip().replace("-", "_").lower()
+    if key in ("", "en", "en_us", "en_gb", "c", "posix"):
+        return "en"
+    if key in ("zh", "zh_cn", "zh_hans", "zh_hans_cn"):
+        return "zh_CN"
+    raise ValueError(f"unknown language {name!r}: the course speaks {' and '.join(LANGUAGES)}")
+
+
+@lru_cache(maxsize=4)
+def _tree_language(pyproject: Path) -> str:
+    try:
+        found = _SETTING.search(pyproject.read_text(encoding="utf-8"))
+    except OSError:
+        return "en"
+    return normalise(found[1]) if found else "en"
+
+
+def language() -> str:
+    """The current language: ``COURSE_LANG``, else the tree's pyproject.toml, else ``en``."""
+    if os.environ.get("COURSE_LANG"):
+        return normalise(os.environ["COURSE_LANG"])
+    return _tree_language(Path(__file__).resolve().parents[2] / "pyproject.toml")
+
+
+@lru_cache(maxsize=4)
+def catalog(lang: str) -> dict[str, str]:
+    """{English message: translation} of ``lang`` ({} for English, or when the file is missing)."""
+    path = LOCALE / f"{lang}.json"
+    if lang == "en" or not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _(message: str) -> str:
+    """``message`` in the current language; the English itself where no translation exists."""
+    if not message:
+        return message
+    return catalog(language()).get(message) or message
+
+
+def N_(message: str) -> str:
+    """Marks a message for extraction, untranslated (translate it with ``_`` where it is shown)."""
+    return message
