@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from course_lib.provided.i18n import _
 from course_lib.provided.checking import CheckFailure, compare_one, judge
 
 from ..records.rows import GradeRow
@@ -42,7 +43,15 @@ class GraderFailure(CheckFailure):
 
 
 class LearnerFailure(CheckFailure):
-    """An exception record decoded from the child: its text is learner-controlled."""
+    """An exception record decoded from the child: its text is learner-controlled. ``str()`` is the child's
+    English description (what the spec's RAISES patterns match), ``shown()`` the one in the learner's language."""
+
+    def __init__(self, message: str, shown: str | None = None) -> None:
+        super().__init__(message)
+        self._shown = message if shown is None else shown
+
+    def shown(self) -> str:
+        return self._shown
 
 
 class _NotTensor:
@@ -61,9 +70,10 @@ def decode(record: Any) -> Any:
     kind = record["kind"]
     if kind == "exception":
         message = record.get("message", "raised an exception")
-        if not isinstance(message, str):
+        shown = record.get("shown", message)
+        if not isinstance(message, str) or not isinstance(shown, str):
             raise ValueError("bad message")
-        return LearnerFailure(message[:MAX_MESSAGE])
+        return LearnerFailure(message[:MAX_MESSAGE], shown[:MAX_MESSAGE])
     if kind == "not_dict":
         name = record.get("type", "object")
         if not isinstance(name, str):
@@ -110,43 +120,43 @@ def _outputs_problem(g: GradedCase, actual: Any, expected: dict[str, torch.Tenso
     reference's output keys and the kind of difference only (never a relation's message: it may quote
     the inputs)."""
     if not isinstance(actual, dict):
-        return "the probe's result is not a dict of tensors"
+        return _("the probe's result is not a dict of tensors")
     missing = [key for key in expected if key not in actual]
     if missing:
-        return f"missing result(s): {', '.join(missing)}"
+        return _("missing result(s): {names}").format(names=", ".join(missing))
     ignore = g.case.ignore(inputs) if g.case.ignore else {}
     free = getattr(g.case, "free", ())  # judged by the case's relation alone, not by the reference's values
     for key, want in expected.items():
         got = actual[key]
         if type(got) is not torch.Tensor:
-            return f"{key}: expected a torch.Tensor"
+            return _("{name}: expected a torch.Tensor").format(name=key)
         if key in free:
             continue
         if got.dtype != want.dtype:
-            return "wrong dtype (keep the dtype of the inputs)"
+            return _("wrong dtype (keep the dtype of the inputs)")
         if tuple(got.shape) != tuple(want.shape):
-            return f"wrong shape of {key}"
+            return _("wrong shape of {name}").format(name=key)
         if compare_one(key, got, want, g.case.rtol, g.case.atol, ignore.get(key)) is None:
             continue
         if want.is_floating_point() and bool((~torch.isfinite(got) & torch.isfinite(want)).any()):
-            return f"{key}: NaN or inf values where the reference is finite"
-        return f"{key}: values differ from the reference"
-    return "the outputs break what this case checks between them"  # its relation (checking.Case.relation)
+            return _("{name}: NaN or inf values where the reference is finite").format(name=key)
+        return _("{name}: values differ from the reference").format(name=key)
+    return _("the outputs break what this case checks between them")  # its relation (checking.Case.relation)
 
 
 def hidden_message(chapter: Chapter, g: GradedCase, actual: Any, names: list[str], syntax: str | None) -> str:
     """A failed hidden case's message, chosen by where the failure came from (module docstring)."""
-    about = f" (this hidden case checks: {hidden_property(g)})"
+    about = _(" (this hidden case checks: {what})").format(what=hidden_property(g))
     if isinstance(actual, GraderFailure):
         return actual.hidden + about
     if names:
-        return " Or: ".join(chapter.spec.MISTAKES[n] for n in names)
+        return _(" Or: ").join(_(chapter.spec.MISTAKES[n]) for n in names)
     if isinstance(actual, BaseException):
-        return syntax or "raised an exception" + about
+        return syntax or _("raised an exception") + about
     try:
         return _outputs_problem(g, actual, chapter.expected[g.index], chapter.inputs[g.index]) + about
     except Exception:  # noqa: BLE001 - whatever the child left
-        return "the result could not be compared" + about
+        return _("the result could not be compared") + about
 
 
 def syntax_error(module: str, source: bytes) -> str | None:
@@ -155,9 +165,11 @@ def syntax_error(module: str, source: bytes) -> str | None:
     try:
         compile(source, module, "exec", dont_inherit=True)
     except SyntaxError as exc:
-        return f"cannot import {module}: SyntaxError" + (f" at line {exc.lineno}" if exc.lineno else "")
+        return (_("cannot import {module}: SyntaxError at line {line}").format(module=module, line=exc.lineno)
+                if exc.lineno else _("cannot import {module}: SyntaxError").format(module=module))
     except Exception as exc:  # noqa: BLE001 - RecursionError, MemoryError, NUL bytes: not readable Python
-        return f"cannot import {module}: it cannot be read as Python ({type(exc).__name__})"
+        return _("cannot import {module}: it cannot be read as Python ({type})").format(
+            module=module, type=type(exc).__name__)
     return None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from course_lib.provided import chapters
+from course_lib.provided.i18n import N_, _
 from course_lib.provided.layout import SpecError, chapter_facts
 
 from ..intake.submissions import disk_name
@@ -13,8 +14,9 @@ from .gradebook import MANUAL, Gradebook
 from .lms import write_lms
 from .rows import GradeRow, total
 
-SECTIONS = (("course_lib", "course_lib checks"), ("capstone", "Trained model"), ("notebook", "Notebook"),
-            ("submission", "Submission"))
+STATUSES = (N_("pass"), N_("fail"))  # the statuses the feedback says in the learner's words (others stay as stored)
+SECTIONS = (("course_lib", N_("course_lib checks")), ("capstone", N_("Trained model")), ("notebook", N_("Notebook")),
+            ("submission", N_("Submission")))
 
 
 def _md(text: str) -> str:
@@ -23,7 +25,7 @@ def _md(text: str) -> str:
 
 def _title(number: str) -> str:
     try:
-        return " — " + chapter_facts(number).title
+        return " — " + _(chapter_facts(number).title)
     except (SpecError, ValueError):
         return ""
 
@@ -33,42 +35,46 @@ def waiting(rows: list[GradeRow]) -> str:
     pending = sum(r.max_points for r in rows if r.status == MANUAL)
     if not pending:
         return ""
-    return f", of which {pending:g} point{' waits' if pending == 1 else 's wait'} for hand grading"
+    return (_(", of which {points} point waits for hand grading") if pending == 1 else
+            _(", of which {points} points wait for hand grading")).format(points=f"{pending:g}")
 
 
 def _section(heading: str, rows: list[GradeRow]) -> list[str]:
     """A part's table, then what to fix: the failed rows grouped by message (answers waiting for the
     instructor are not failures: the learner has nothing to fix there)."""
     got, possible = total(rows)
-    lines = [f"### {heading}: {got:g} / {possible:g}{waiting(rows)}", "", "| check | points | status |",
-             "|---|---|---|"]
-    lines += [f"| {_md(r.component)} | {r.points:g} / {r.max_points:g} | {r.status} |" for r in rows]
+    lines = [_("### {heading}: {got} / {possible}{waiting}").format(heading=_(heading), got=f"{got:g}",
+                                                                   possible=f"{possible:g}", waiting=waiting(rows)), "",
+             f"| {_('check')} | {_('points')} | {_('status')} |", "|---|---|---|"]
+    lines += [f"| {_md(r.component)} | {r.points:g} / {r.max_points:g} | {_(r.status)} |" for r in rows]
     lines.append("")
     measured = [r.message for r in rows if r.status == "pass" and r.kind == "capstone" and r.message]
     if measured:  # a trained model's accuracy is worth reading when it passes too
-        lines += ["Measured:", ""] + [f"- {_md(m)}" for m in measured] + [""]
+        lines += [_("Measured:"), ""] + [f"- {_md(m)}" for m in measured] + [""]
     groups: dict[str, list[str]] = {}
     for r in rows:
         if r.status not in ("pass", MANUAL) and r.message:
             groups.setdefault(r.message, []).append(r.component)
     if groups:
-        lines += ["What to fix:", ""]
+        lines += [_("What to fix:"), ""]
         for message, components in groups.items():
             checks = "; ".join(f"*{_md(c)}*" for c in components)
-            lines.append(f"- {_md(message)}  \n  ({len(components)} check(s): {checks})")
+            lines.append(f"- {_md(message)}  \n  " + _("({count} check(s): {checks})").format(
+                count=len(components), checks=checks))
         lines.append("")
     return lines
 
 
 def feedback_markdown(learner: str, rows: list[GradeRow], mistake_texts: dict[str, dict[str, str]]) -> str:
     """One learner's feedback: per chapter, the points of each part and what to fix, grouped by message."""
-    lines = [f"# Feedback for {learner}", ""]
+    lines = [_("# Feedback for {learner}").format(learner=learner), ""]
     by_chapter: dict[str, list[GradeRow]] = {}
     for r in rows:
         by_chapter.setdefault(r.chapter, []).append(r)
     for number, rs in sorted(by_chapter.items()):
         got, possible = total(rs)
-        lines += [f"## Chapter {number}{_title(number)}: {got:g} / {possible:g} points{waiting(rs)}", ""]
+        lines += [_("## Chapter {number}{title}: {got} / {possible} points{waiting}").format(
+            number=number, title=_title(number), got=f"{got:g}", possible=f"{possible:g}", waiting=waiting(rs)), ""]
         for kind, heading in SECTIONS:
             of_kind = [r for r in rs if r.kind == kind]
             if of_kind:
@@ -76,7 +82,7 @@ def feedback_markdown(learner: str, rows: list[GradeRow], mistake_texts: dict[st
         named = sorted({text for r in rs for text in mistake_texts.get(number, {}).values()
                         if r.status == "fail" and text in r.message})
         if named:
-            lines += ["### Known mistakes recognised", ""] + [f"- {_md(t)}" for t in named] + [""]
+            lines += [_("### Known mistakes recognised"), ""] + [f"- {_md(t)}" for t in named] + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -84,7 +90,7 @@ def _mistake_texts() -> dict[str, dict[str, str]]:
     texts = {}
     for n in chapters.available():
         try:
-            texts[n] = dict(chapters.load_spec(n).MISTAKES)
+            texts[n] = {k: _(v) for k, v in chapters.load_spec(n).MISTAKES.items()}  # as the rows say them
         except Exception:  # noqa: BLE001 - a broken spec costs its names, never the export
             texts[n] = {}
     return texts
