@@ -27,8 +27,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from course_lib.provided.i18n import _
+from course_lib.provided.layout import SpecError, chapter_facts
+
 from ..intake.submissions import IDENTITY_WARNING
-from ..records.lms import chapter_column
 from ..grading import trained
 from ..records.rows import GradeRow
 from .class_summary import HIDDEN_PREFIX
@@ -37,12 +39,21 @@ Table = list[tuple[str, GradeRow]]
 ISOLATION = {"bwrap": "in bubblewrap's sandbox", "rlimits": "under rlimits only (no sandbox)", "none": "nowhere"}
 
 
+def _chapter(number: str) -> str:
+    """A chapter as the learner reads it: 'ch02 Attention' (lms.chapter_column), its title in the learner's language."""
+    try:
+        return f"ch{number} {_(chapter_facts(number).title)}"
+    except (SpecError, ValueError):
+        return f"ch{number}"
+
+
 def _test(row: GradeRow, number: str, several: bool) -> dict:
     hidden = row.component.startswith(HIDDEN_PREFIX)
     name = f"ch{row.chapter} {row.component}" if several else row.component
     passed = row.status == "pass"
     return {"name": name, "number": number, "score": float(row.points), "max_score": float(row.max_points),
-            "status": "passed" if passed else "failed", "output": row.message or ("passed" if passed else row.status),
+            "status": "passed" if passed else "failed",
+            "output": row.message or (_("passed") if passed else row.status),
             "output_format": "text", "tags": [f"ch{row.chapter}", "hidden" if hidden else "public"],
             "visibility": "after_published" if hidden else "visible"}
 
@@ -50,13 +61,15 @@ def _test(row: GradeRow, number: str, several: bool) -> dict:
 def results(table: Table, numbers: list[str], seconds: float, warnings: tuple[str, ...] = ()) -> dict:
     """results.json of one submission: ``table`` holds the rows of one learner; ``warnings`` are the
     upload's, found by run() (e.g. a zip packed for another chapter)."""
-    learners = sorted({who for who, _ in table})
+    learners = sorted({who for who, _row in table})
     if len(learners) != 1:
-        found = f"{len(learners)} submissions ({', '.join(learners)})" if learners else "no submission"
-        return failure(f"{found} for chapter(s) {', '.join(numbers)} in the upload",
-                       f"Upload the one zip `make submit CH={numbers[0]}` wrote, or its files: course_lib/ with "
-                       "your modules, the chapter's notebook and manifest.json")
-    rows = [r for _, r in table]
+        found = (_("{count} submissions ({learners})").format(count=len(learners), learners=", ".join(learners))
+                 if learners else _("no submission"))  # never one: len(learners) != 1
+        return failure(_("{found} for chapter(s) {numbers} in the upload").format(found=found,
+                                                                                  numbers=", ".join(numbers)),
+                       _("Upload the one zip `make submit CH={chapter}` wrote, or its files: course_lib/ with your "
+                         "modules, the chapter's notebook and manifest.json").format(chapter=numbers[0]))
+    rows = [r for _who, r in table]
     graded = [r for r in rows if r.kind == "course_lib"]
     model = [r for r in rows if r.kind == trained.KIND]  # chapter 08's trained model, measured by the grader
     several = len({r.chapter for r in graded + model}) > 1
@@ -69,19 +82,23 @@ def results(table: Table, numbers: list[str], seconds: float, warnings: tuple[st
         mine = [r for r in graded if r.chapter == n]
         shown = [r for r in mine if not r.component.startswith(HIDDEN_PREFIX)]
         hidden = len(mine) - len(shown)
-        line = (f"{chapter_column(n)}: {sum(r.points for r in shown):g} / {sum(r.max_points for r in shown):g} "
-                f"points from the {len(shown)} visible checks of course_lib.")
+        line = _("{chapter}: {got} / {possible} points from the {count} visible checks of course_lib.").format(
+            chapter=_chapter(n), got=f"{sum(r.points for r in shown):g}",
+            possible=f"{sum(r.max_points for r in shown):g}", count=len(shown))
         if hidden:
-            line += (f" {hidden} hidden checks ({sum(r.max_points for r in mine) - sum(r.max_points for r in shown):g}"
-                     " points) are graded too: you see them, and your total, once your instructor publishes the "
-                     "grades.")
+            line += _(" {count} hidden checks ({points} points) are graded too: you see them, and your total, once "
+                      "your instructor publishes the grades.").format(
+                count=hidden, points=f"{sum(r.max_points for r in mine) - sum(r.max_points for r in shown):g}")
         lines.append(line)
-        lines += [f"{chapter_column(n)}: {r.points:g} / {r.max_points:g} points for the {r.component}: {r.message}"
+        lines += [_("{chapter}: {got} / {possible} points for the {component}: {message}").format(
+                      chapter=_chapter(n), got=f"{r.points:g}", possible=f"{r.max_points:g}", component=r.component,
+                      message=r.message)
                   for r in model if r.chapter == n and r.component == trained.COMPONENT]
-    lines.append("Written answers in the notebook are graded by hand, apart from this score.")
-    lines += [f"Warning: {w}" for w in warnings]
-    lines += [f"Warning: {r.message}" for r in rows
-              if r.kind == "submission" and not r.message.startswith(IDENTITY_WARNING)]
+    lines.append(_("Written answers in the notebook are graded by hand, apart from this score."))
+    lines += [_("Warning: {warning}").format(warning=w) for w in warnings]
+    identity = (IDENTITY_WARNING, _(IDENTITY_WARNING))  # the warning's start, in English or the learner's language
+    lines += [_("Warning: {warning}").format(warning=r.message) for r in rows
+              if r.kind == "submission" and not r.message.startswith(identity)]
     isolation = sorted({r.isolation for r in graded} - {"none"})
     note = f"rows graded {', '.join(ISOLATION.get(i, i) for i in isolation) or 'nowhere'}"
     out = {"score": float(sum(t["score"] for t in tests)), "execution_time": round(seconds, 1),
@@ -102,7 +119,7 @@ def results(table: Table, numbers: list[str], seconds: float, warnings: tuple[st
 def failure(what: str, fix: str = "") -> dict:
     """results.json when nothing could be graded: score 0 and a sentence saying what happened and the fix."""
     what, fix = what.strip().rstrip("."), fix.strip().rstrip(".")  # each sentence ends with one full stop
-    text = f"Not graded: {what}." + (f" {fix}." if fix else "")
+    text = (_("Not graded: {what}. {fix}.") if fix else _("Not graded: {what}.")).format(what=what, fix=fix)
     return {"score": 0.0, "output": text, "output_format": "text", "stdout_visibility": "hidden", "tests": []}
 
 

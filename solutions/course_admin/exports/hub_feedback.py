@@ -18,6 +18,7 @@ import unicodedata
 from pathlib import Path
 
 from course_lib.provided import chapters as chapters_mod
+from course_lib.provided.i18n import _
 from course_lib.provided.layout import LAYOUT
 
 from ..records.gradebook import Gradebook, GradebookError
@@ -32,7 +33,8 @@ def feedback_html(learner: str, rows: list[GradeRow], number: str) -> str:
     """The learner's course_lib feedback for one chapter, as an HTML block (raw HTML in the text is escaped)."""
     from markdown_it import MarkdownIt
 
-    text = feedback_markdown(learner, rows, {number: mistake_texts(number)})
+    texts = {key: _(text) for key, text in mistake_texts(number).items()}  # in the learner's language, as the rows
+    text = feedback_markdown(learner, rows, {number: texts})
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
     return (f'{BEGIN}<div class="course-grade" style="border:2px solid #4a7ab5;padding:0 1em;margin:1em 0">'
             f"{body}</div>{END}")

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from course_lib.provided.i18n import N_, _
+
 from ..intake.submissions import Submission
 from ..records.rows import GradeRow, Options
 from ..sandbox import warm
@@ -41,9 +43,9 @@ class LearnerGrade:
 
 Grade = Callable[[Submission, list[str], Options], LearnerGrade]
 Record = Callable[[LearnerGrade], None]
-WORKER_DIED = ("the grader's worker process died while judging this submission's results (killed, e.g. by running "
-               "out of memory); graded again alone, its worker died again, so it has no points for now. Nothing "
-               "else of the class was affected; the next `course grade` run grades it again")
+WORKER_DIED = N_("the grader's worker process died while judging this submission's results (killed, e.g. by "
+                 "running out of memory); graded again alone, its worker died again, so it has no points for now. "
+                 "Nothing else of the class was affected; the next `course grade` run grades it again")  # shown: _()
 
 
 def chapters_of(sub: Submission, numbers: list[str]) -> list[str]:
@@ -55,8 +57,8 @@ def grader_failed(sub: Submission, numbers: list[str], exc: BaseException) -> Le
     """Not the learner's fault: recorded so that the table shows it, never counted as finished
     (the fingerprint differs), so the next run grades this learner again."""
     numbers = chapters_of(sub, numbers)
-    rows = [GradeRow(n, "course_lib", "(grader)", 0.0, 0.0, "error",
-                     f"the grader failed on this submission ({type(exc).__name__}: {exc})", "none") for n in numbers]
+    message = _("the grader failed on this submission ({type}: {error})").format(type=type(exc).__name__, error=exc)
+    rows = [GradeRow(n, "course_lib", "(grader)", 0.0, 0.0, "error", message, "none") for n in numbers]
     return LearnerGrade(sub.learner, f"retry:{sub.fingerprint}", str(sub.path), rows, part=sub.chapter or "*",
                         chapters=numbers)
 
@@ -65,7 +67,7 @@ def worker_died(sub: Submission, numbers: list[str]) -> LearnerGrade:
     """A submission whose worker died twice, the second time graded alone: every case at 0 saying why;
     not finished (the fingerprint differs), so the next run grades it again."""
     numbers = chapters_of(sub, numbers)
-    rows = [r for n in numbers for r in zero_rows(plan.prepare(n), "error", WORKER_DIED)]
+    rows = [r for n in numbers for r in zero_rows(plan.prepare(n), "error", _(WORKER_DIED))]
     return LearnerGrade(sub.learner, f"retry:{sub.fingerprint}", str(sub.path), rows, part=sub.chapter or "*",
                         chapters=numbers)
 

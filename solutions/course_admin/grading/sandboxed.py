@@ -32,6 +32,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from course_lib.provided.i18n import N_, _
 from course_lib.provided.layout import LAYOUT, owner_of
 
 from ..intake.submissions import Reader, SubmissionError
@@ -46,7 +47,7 @@ from .watch import MAX_STARVED_RERUNS, STARVED_WALL, Watchdog, results_in, say_s
 
 CHILD = warm.FILES["child.py"]  # the grading child (sandbox/child.py), copied into each box
 MAX_RESTARTS = 3
-AFTER_TIMEOUT = "not run: the time limit was reached in an earlier case"
+AFTER_TIMEOUT = N_("not run: the time limit was reached in an earlier case")  # shown with _()
 READY_INDEX = 999  # the child's first frame: its setup (specs, inputs) is done, no learner code has run yet
 
 
@@ -78,10 +79,13 @@ def missing_message(chapter: Chapter, missing: list[str]) -> str:
     parts = []
     for module in missing:
         owner = owner_of(module)
-        why = "" if owner == chapter.number else f" (chapter {owner}, which chapter {chapter.number} builds on)"
+        why = "" if owner == chapter.number else _(" (chapter {owner}, which chapter {number} builds on)").format(
+            owner=owner, number=chapter.number)
         parts.append(f"course_lib/{module}{why}")
-    return (f"{', '.join(parts)} {'is' if len(parts) == 1 else 'are'} missing from the submission "
-            "(run `course submit` from your course folder)")
+    return (_("{files} is missing from the submission (run `course submit` from your course folder)")
+            if len(parts) == 1 else
+            _("{files} are missing from the submission (run `course submit` from your course folder)")).format(
+                files=", ".join(parts))
 
 
 def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, work: Path,
@@ -101,7 +105,8 @@ def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, wor
         try:
             missing = fill_snapshot(reader, box, modules, list(substitute))
         except SubmissionError as exc:
-            return {ch.number: zero_rows(ch, "error", f"submission not graded: {exc}") for ch in chapters}
+            why = _("submission not graded: {error}").format(error=exc)
+            return {ch.number: zero_rows(ch, "error", why) for ch in chapters}
         segments: list[Segment] = []
         for ch in chapters:
             lacking = [m for m in ch.modules if m in missing]
@@ -114,7 +119,7 @@ def grade_course_lib(reader: Reader, chapters: list[Chapter], opts: Options, wor
         for hidden in (False, True):  # hidden inputs reach the box once every public result is in
             phase = [p for p in (seg.phase(hidden) for seg in segments) if p.first < p.end]
             for p in [p for p in phase if hidden and p.chapter.number in timed_out]:
-                _rest(failures, p.first, p.end, AFTER_TIMEOUT)
+                _rest(failures, p.first, p.end, _(AFTER_TIMEOUT))
             phase = [p for p in phase if not (hidden and p.chapter.number in timed_out)]
             if phase:
                 _write_job(box, phase, opts, hidden)
@@ -142,7 +147,7 @@ def _write_job(box: Path, segments: list[Segment], opts: Options, hidden: bool =
     for number in {n for seg in segments for n in [*seg.chapter.prereqs, seg.chapter.number]}:
         for path in LAYOUT.spec_files(number):  # the spec and its parts (chNN_<part>.py)
             shutil.copy2(path, specs / path.name)
-    _, prefix, site = cold.python_paths()
+    _exe, prefix, site = cold.python_paths()
     job = {"site_packages": str(site), "python_prefix": str(prefix), "output_cap": 1024**2,
            "audit": opts.isolation == "rlimits", "ready_index": READY_INDEX, "chapters": []}
     for seg in segments:
@@ -207,19 +212,21 @@ def _run_child(box: Path, segments: list[Segment], opts: Options, work: Path,
                     start = gap
                     continue
             messages[gap] = GraderFailure(timeout_message(budget, stop, reruns[number]))
-            _rest(messages, gap + 1, seg.end, AFTER_TIMEOUT)
+            _rest(messages, gap + 1, seg.end, _(AFTER_TIMEOUT))
             if timed_out is not None:
                 timed_out.add(number)
             start = seg.end
             continue
-        ended = "the grading process ended during this case"
-        messages[gap] = GraderFailure(f"{ended} ({describe_exit(result.returncode)})",
-                                      f"{ended} (how: see the public cases)")  # the exit status is the learner's
+        messages[gap] = GraderFailure(_("the grading process ended during this case ({how})").format(
+                                          how=describe_exit(result.returncode)),
+                                      _("the grading process ended during this case (how: see the public cases)"))
+        # ^ the hidden text: the exit status is the learner's
         restarts += 1
         start = gap + 1
         if restarts > MAX_RESTARTS:
             for s in segments:
-                _rest(messages, max(start, s.first), s.end, f"not run: the grading process ended {restarts} times")
+                _rest(messages, max(start, s.first), s.end,
+                      _("not run: the grading process ended {count} times").format(count=restarts))
             break
     return messages
 
@@ -240,7 +247,7 @@ def _launch(box: Path, start: int, limits: cold.Limits, isolation: str, log: Pat
             return ready.run(box, start, limits, log, watchdog)
         except warm.ZygoteError as exc:
             warm.broken(exc)
-    exe, _, _ = cold.python_paths()
+    exe, _prefix, _site = cold.python_paths()
     inner = [str(exe), "-I", "-S", "/sandbox/_grader_child.py", str(start)]
     return cold.run(box, inner, limits, isolation, log, watchdog=watchdog)
 
@@ -250,7 +257,7 @@ def _rest(messages: dict[int, GraderFailure], start: int, end: int, text: str) -
         messages.setdefault(i, GraderFailure(text))
 
 
-REFUSED_HIDDEN = "the result of this case was refused by the grader's checks"
+REFUSED_HIDDEN = N_("the result of this case was refused by the grader's checks")  # shown with _()
 
 
 def _outcome(box: Path, index: int, failures: dict[int, GraderFailure]) -> Any:
@@ -258,13 +265,15 @@ def _outcome(box: Path, index: int, failures: dict[int, GraderFailure]) -> Any:
     checked before and after loading (results.py): nothing in it decides how much memory this takes."""
     path = box / "out" / f"{index:03d}.pt"
     if (box / "out" / f"{index:03d}{cold.OVER_TOTAL}").is_file():
-        return GraderFailure(f"the result of this case was refused: the run's results passed the "
-                             f"{cold.Limits().results_total >> 20} MiB the grader keeps of one run", REFUSED_HIDDEN)
+        return GraderFailure(_("the result of this case was refused: the run's results passed the {mib} MiB the "
+                               "grader keeps of one run").format(mib=cold.Limits().results_total >> 20),
+                             _(REFUSED_HIDDEN))
     if not path.is_file():
-        return failures.get(index) or GraderFailure("no result: the grading process wrote nothing for this case")
+        return failures.get(index) or GraderFailure(_("no result: the grading process wrote nothing for this case"))
     try:
         return decode(read_result(path))
     except ResultRefused as exc:
-        return GraderFailure(f"the result of this case was refused: {exc}", REFUSED_HIDDEN)
+        return GraderFailure(_("the result of this case was refused: {reason}").format(reason=exc), _(REFUSED_HIDDEN))
     except Exception as exc:  # noqa: BLE001 - anything a child could leave behind
-        return GraderFailure(f"the result of this case could not be read ({type(exc).__name__})", REFUSED_HIDDEN)
+        return GraderFailure(_("the result of this case could not be read ({type})").format(type=type(exc).__name__),
+                             _(REFUSED_HIDDEN))

@@ -69,8 +69,8 @@ def decode(record: Any) -> Any:
         raise ValueError("not a record")
     kind = record["kind"]
     if kind == "exception":
-        message = record.get("message", "raised an exception")
-        shown = record.get("shown", message)
+        message = record.get("message", "raised an exception")  # English: what the spec's RAISES patterns match
+        shown = record.get("shown", message if "message" in record else _("raised an exception"))
         if not isinstance(message, str) or not isinstance(shown, str):
             raise ValueError("bad message")
         return LearnerFailure(message[:MAX_MESSAGE], shown[:MAX_MESSAGE])
@@ -95,23 +95,25 @@ def decode(record: Any) -> Any:
 
 def describe_exit(rc: int | None) -> str:
     if rc is None:
-        return "stopped at the time limit"
+        return _("stopped at the time limit")
     if rc < 0:
         try:
             name = signal.Signals(-rc).name
         except ValueError:
-            name = f"signal {-rc}"
-        extra = " (killed: often the memory limit)" if name == "SIGKILL" else ""
-        return f"killed by {name}{extra}"
-    return f"exit status {rc}" + (": something called os._exit or sys.exit" if rc in (0, 1) else "")
+            name = _("signal {number}").format(number=-rc)
+        return (_("killed by {name} (killed: often the memory limit)") if name == "SIGKILL" else
+                _("killed by {name}")).format(name=name)
+    return (_("exit status {rc}: something called os._exit or sys.exit") if rc in (0, 1) else
+            _("exit status {rc}")).format(rc=rc)
 
 
 # ---------------------------------------------------------------- messages of hidden cases
 def hidden_property(g: GradedCase) -> str:
-    """What a hidden case checks, in the instructor's words: its ``about``, else its name without the
-    ``h-`` prefix ("h-float64-heads" -> "float64 heads"). Never its inputs."""
+    """What a hidden case checks, in the instructor's words: its ``about`` (in the learner's language where a
+    translation exists), else its name without the ``h-`` prefix ("h-float64-heads" -> "float64 heads"). Never
+    its inputs."""
     about = g.case.about.strip()
-    return about or re.sub(r"^h-", "", g.case.name).replace("-", " ").replace("_", " ")
+    return _(about) or re.sub(r"^h-", "", g.case.name).replace("-", " ").replace("_", " ")
 
 
 def _outputs_problem(g: GradedCase, actual: Any, expected: dict[str, torch.Tensor],
@@ -198,7 +200,8 @@ def judge_case(chapter: Chapter, g: GradedCase, actual: Any, isolation: str, syn
                     chapter.spec.MISTAKES, raises)
         earned, status, message, names = res.earned, res.status, res.message, res.mistakes
     except Exception as exc:  # noqa: BLE001 - whatever the child left, the batch goes on
-        earned, status, message, names = 0.0, "fail", f"the result could not be compared ({type(exc).__name__})", []
+        earned, status, message, names = (0.0, "fail", _("the result could not be compared ({type})").format(
+            type=type(exc).__name__), [])
     if g.hidden and status != "pass":
         message = hidden_message(chapter, g, actual, names, syntax)
     return JudgedRow(chapter.number, "course_lib", g.label, earned, g.case.points, status, message, isolation,

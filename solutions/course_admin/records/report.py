@@ -79,8 +79,10 @@ def feedback_markdown(learner: str, rows: list[GradeRow], mistake_texts: dict[st
             of_kind = [r for r in rs if r.kind == kind]
             if of_kind:
                 lines += _section(heading, of_kind)
-        named = sorted({text for r in rs for text in mistake_texts.get(number, {}).values()
-                        if r.status == "fail" and text in r.message})
+        # the known mistakes as the rows say them, in the learner's language: a caller may give them in English
+        # (class_summary.mistake_texts), and _() of a text already translated is that text
+        texts = {_(text) for text in mistake_texts.get(number, {}).values()}
+        named = sorted({text for r in rs for text in texts if r.status == "fail" and text in r.message})
         if named:
             lines += [_("### Known mistakes recognised"), ""] + [f"- {_md(t)}" for t in named] + [""]
     return "\n".join(lines).rstrip() + "\n"

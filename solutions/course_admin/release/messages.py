@@ -31,7 +31,10 @@ from ..book import catalogs
 
 MARKERS = ("_", "N_", "CheckFailure", "tr")  # tr: a translator passed in (checking._describe_exception)
 SOURCES = ("course_lib/provided/**/*.py", "tests/specs/*.py",  # and the grader's words that reach learners:
-           "solutions/course_admin/grading/verdict.py", "solutions/course_admin/records/report.py")
+           "solutions/course_admin/grading/verdict.py", "solutions/course_admin/grading/sandboxed.py",
+           "solutions/course_admin/grading/batch.py", "solutions/course_admin/grading/trained.py",
+           "solutions/course_admin/records/report.py", "solutions/course_admin/exports/gradescope_results.py",
+           "solutions/course_admin/exports/hub_feedback.py")
 
 
 class MessageError(ValueError):
