@@ -27,6 +27,7 @@ import json
 import os
 import re
 import sys
+import unicodedata
 from collections import Counter
 from pathlib import Path
 
@@ -110,6 +111,23 @@ def typography(msgstr: str) -> list[str]:
                           (HALF_BEFORE_CJK, "half-width punctuation before Chinese"),
                           (NO_SPACE, "no space between Chinese and Latin text, digits or code")):
         found += [f"{what}: {m.group(0)!r}" for m in pattern.finditer(text)]
+    return found + unclosed_emphasis(text)
+
+
+def _punct(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("P")
+
+
+def unclosed_emphasis(text: str) -> list[str]:
+    """A closing ``**`` after punctuation and before a letter, as in ``**参考答案。**普通``: CommonMark does not
+    close it (the run is not right-flanking), so the bold runs on. Move the punctuation out: ``**参考答案**。``."""
+    found = []
+    for line in text.splitlines():
+        for i, m in enumerate(re.finditer(r"(?<!\*)\*\*(?!\*)", line)):  # a lone * is too often not emphasis
+            before, after = line[m.start() - 1: m.start()], line[m.end(): m.end() + 1]
+            if i % 2 and before and _punct(before) and after and not (after.isspace() or _punct(after)):
+                found.append(f"bold not closed (punctuation before the closing **, a letter after: write the "
+                             f"punctuation after the **): {line[max(0, m.start() - 12): m.end() + 4]!r}")
     return found
 
 

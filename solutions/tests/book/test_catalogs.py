@@ -69,6 +69,7 @@ def test_fuzzy_missing_and_broken_translations_are_named(planted: Path) -> None:
     ("使用PyTorch实现", "no space between Chinese and Latin"),
     ("共3个头", "no space between Chinese and Latin"),
     ("调用`f`即可", "no space between Chinese and Latin"),
+    ("**参考答案。**普通文字", "bold not closed"),  # CommonMark: a closing ** after punctuation needs no letter after
 ])
 def test_typography_of_chinese_technical_books(chinese: str, said: str) -> None:
     assert any(said in issue for issue in catalogs.typography(chinese))
@@ -76,6 +77,7 @@ def test_typography_of_chinese_technical_books(chinese: str, said: str) -> None:
 
 def test_good_typography_passes() -> None:
     assert catalogs.typography("使用 PyTorch 的 `nn.Module`，共 3 个头；准确率为 82.0%。") == []
+    assert catalogs.typography("**参考答案**。普通文字，**加粗。**") == []  # closed before the 。, or at the end
 
 
 def test_glossary_terms_are_rendered_as_the_glossary_does() -> None:
