@@ -17,14 +17,21 @@ exercises/ depends on solutions/ alone. Formgrader needs the assignment in the g
 `nbgrader generate_assignment chNN_<name> --force` here once (it rewrites exercises/chNN_<name>/ with
 the same bytes; `course release --check` confirms), then `nbgrader autograde chNN_<name>`.
 
+A class that reads Chinese: `COURSE_LANG=zh_CN nbgrader ...` (for every nbgrader command of that class, with
+its own gradebook) takes the Chinese edition's folders instead, solutions/source_zh_CN/ and exercises_zh_CN/,
+which `course release` writes from solutions/locale/zh_CN/: the same cells, grade ids and points, the prose in
+Chinese. submissions/ and grades/ stay where they are.
+
 The ignore list is nbgrader's default, and nbgrader applies it when it copies a folder: generate_assignment,
 fetch, submit and collect alike. So `nbgrader collect chNN_<name>` needs no option: it brings back each
 learner's notebook and course_submission/ (the course_lib snapshot `course submit --into-assignment` wrote).
 A source folder holds its notebook only (`course release` refuses anything else, naming the file), so no
 source file is released beside it, nor copied by autograde over a file the learner submitted.
 """
+import os
 from pathlib import Path
 
+from course_lib.provided.i18n import normalise
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, DeduplicateIds, LimitOutput,
                                     OverwriteCells, OverwriteKernelspec, SaveAutoGrades)
@@ -34,9 +41,16 @@ c = get_config()  # noqa: F821 - defined by nbgrader when it reads this file
 ROOT = Path(__file__).resolve().parent
 (ROOT / "grades").mkdir(exist_ok=True)  # sqlite creates the database file, not its folder
 
+# COURSE_LANG as course_lib reads it: zh, zh_CN and zh-Hans all mean the Chinese edition.
+try:
+    LANG = normalise(os.environ.get("COURSE_LANG", "en"))
+except ValueError as err:
+    raise SystemExit(f"nbgrader_config.py: COURSE_LANG: {err}") from None
+EDITIONS = {"en": ("solutions/source", "exercises"),
+            "zh_CN": ("solutions/source_zh_CN", "exercises_zh_CN")}
+
 c.CourseDirectory.root = str(ROOT)
-c.CourseDirectory.source_directory = "solutions/source"
-c.CourseDirectory.release_directory = "exercises"
+c.CourseDirectory.source_directory, c.CourseDirectory.release_directory = EDITIONS[LANG]
 c.CourseDirectory.submitted_directory = "submissions"
 c.CourseDirectory.autograded_directory = "grades/autograded"
 c.CourseDirectory.feedback_directory = "grades/feedback"

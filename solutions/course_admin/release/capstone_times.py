@@ -106,13 +106,38 @@ def run_minutes(record: dict) -> dict[str, int]:
     return {run.key: minutes(record["runs"][run.key]["cpu_seconds"]) for run in RUNS}
 
 
-def runs_markdown(record: dict) -> str:
+# What the runs' table and prose say in each language the notebooks and the learner README are released in.
+WORDS = {
+    "zh_CN": {
+        "pretrain": "在新闻文本和训练集评论上做掩码语言模型预训练",
+        "finetune-pretrained": "从预训练的编码器开始微调（在第 1 次运行之后）",
+        "finetune-scratch": "从零开始微调，设置相同，使用它自己的文件夹",
+        "in_terminal": "在终端中、在你的课程文件夹里（有 `.venv/` 的那个）运行：",
+        "header": "| 运行 | 在 CPU 上的时间 |",
+        "readme_header": "| 命令 | 它做什么 | 在 CPU 上的时间 |",
+        "about": "约 {n} 分钟",
+        "prose": ("一次接一次地运行，在一台不做别的事的 CPU 上总共约 {n} 分钟（用单线程测得，这是综合项目在 CPU 上的默认设置，"
+                  "并使用课程的参考分类器）；机器繁忙时会更久。每次运行只用一个核：在双核机器上，可以在运行 1 和 2 的同时，"
+                  "在第二个终端里开始运行 3。每次运行都有自己的 `--out` 文件夹，因此从零开始的运行永远不会碰到预训练运行的检查点；"
+                  "中断的运行在你再次输入它的命令时，会从它最后一个检查点继续。"),
+    },
+}
+
+
+def _said(lang: str, key: str, english: str) -> str:
+    return WORDS.get(lang, {}).get(key, english)
+
+
+def runs_markdown(record: dict, lang: str = "en") -> str:
     """The chapter 08 notebook's block: the commands, a table of their measured times, and the total."""
     told = run_minutes(record)
-    lines = ["In a terminal, in your course folder (the one with `.venv/`):", "", "```bash"]
+    lines = [_said(lang, "in_terminal", "In a terminal, in your course folder (the one with `.venv/`):"), "", "```bash"]
     lines += [command(run) for run in RUNS]
-    lines += ["```", "", "| run | time on a CPU |", "|---|---:|"]
-    lines += [f"| {i}. {run.what} | about {told[run.key]} min |" for i, run in enumerate(RUNS, start=1)]
+    lines += ["```", "", _said(lang, "header", "| run | time on a CPU |"), "|---|---:|"]
+    lines += [f"| {i}. {_said(lang, run.key, run.what)} | "
+              f"{_said(lang, 'about', 'about {n} min').format(n=told[run.key])} |" for i, run in enumerate(RUNS, start=1)]
+    if lang != "en":  # a Chinese paragraph is one line (a line break inside it would show as a space)
+        return "\n".join(lines + ["", _said(lang, "prose", "").format(n=sum(told.values()))])
     prose = (f"About {sum(told.values())} minutes in all, one run after the other, on a CPU that does nothing else "
              "(measured with one thread, the capstone's default on a CPU, and the course's reference classifier); "
              "longer on a busy machine. Each run uses one core: on two cores, start run 3 in a second terminal "
@@ -122,11 +147,12 @@ def runs_markdown(record: dict) -> str:
     return "\n".join(lines + ["", textwrap.fill(prose, WIDTH)])
 
 
-def readme_lines(record: dict) -> str:
+def readme_lines(record: dict, lang: str = "en") -> str:
     """The learner README's capstone commands, each with its measured time."""
     told = run_minutes(record)
-    rows = ["| command | what it does | time on a CPU |", "|---|---|---:|"]
-    rows += [f"| `{command(run)}` | {run.what} | about {told[run.key]} min |" for run in RUNS]
+    rows = [_said(lang, "readme_header", "| command | what it does | time on a CPU |"), "|---|---|---:|"]
+    rows += [f"| `{command(run)}` | {_said(lang, run.key, run.what)} | "
+             f"{_said(lang, 'about', 'about {n} min').format(n=told[run.key])} |" for run in RUNS]
     return "\n".join(rows)
 
 

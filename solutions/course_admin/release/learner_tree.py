@@ -3,7 +3,8 @@
 It holds what learners receive from this repository (the stubs, the provided helpers, the exercises,
 the public tests and reference outputs) and, in place of the instructor's README.md, pyproject.toml and
 Makefile, the learner's own from solutions/learner/: a README that speaks to learners (set-up in two
-commands, the chapter loop, the capstone's commands with their measured times, where to ask), a package
+commands, the chapter loop, the capstone's commands with their measured times, where to ask; in another language,
+its translation, and the exercise notebooks of that language's edition, exercises_<lang>/), a package
 without the instructor's tools, and `make check`, `make submit`, `make lab`, `make test`; and an
 ``AGENTS.md``, in English and Chinese, that tells coding assistants to teach and not to write the exercises.
 
@@ -27,7 +28,8 @@ from .stubs import ReleaseError
 
 # What learners never receive: the instructor's material, the project's own CI, and the book's sources
 # (the book executes the reference implementation; learners read the published book instead).
-INSTRUCTOR_ONLY = ("solutions/", ".ci/", "nbgrader_config.py", "book/", "_config.yml", "_toc.yml")
+INSTRUCTOR_ONLY = ("solutions/", ".ci/", "nbgrader_config.py", "book/", "_config.yml", "_toc.yml",
+                   "exercises_")  # exercises_<lang>/: a tree in that language has them as its exercises/
 # Files the learner's folder has in its own version (solutions/learner/<name>).
 OWN_VERSION = ("README.md", "pyproject.toml", "Makefile", "AGENTS.md")  # AGENTS.md: the AI assistants' policy
 # What `--lang` adds to the learner's pyproject.toml: the language i18n.py reads.
@@ -104,24 +106,43 @@ def own_version(root: Path, name: str, book_url: str | None = None, lang: str = 
                                f"than the current one: translate the change, then make its first line "
                                f"{translated_from(english)}")
     try:
-        runs = capstone_times.readme_lines(capstone_times.load(template.with_name(capstone_times.RECORD.name)))
+        runs = capstone_times.readme_lines(capstone_times.load(template.with_name(capstone_times.RECORD.name)), lang)
     except (FileNotFoundError, KeyError, ValueError) as err:
         raise ReleaseError(f"--learner-tree: {err}") from None
     return (text.replace("{book}", book_line(book_url, lang)).replace("{chapter_table}", chapter_table(root, book_url, lang))
             .replace("{capstone_runs}", runs))
 
 
+def _sources(root: Path, files: list[str], lang: str) -> dict[str, Path]:
+    """{path in the learner tree: the file it is copied from}: in another language than English, the exercise
+    folders come from that language's edition (exercises_<lang>/, written by `course release`)."""
+    if lang == "en":
+        return {rel: root / rel for rel in files}
+    sources = {rel: root / rel for rel in files if not rel.startswith("exercises/")}
+    for folder in sorted({rel.split("/")[1] for rel in files if rel.startswith("exercises/") and rel.count("/") > 1}):
+        edition = root / f"exercises_{lang}" / folder
+        if not edition.is_dir():
+            raise ReleaseError(f"--learner-tree --lang {lang}: exercises/{folder} has no {lang} edition ({edition}): "
+                               "translate its notebook (python -m course_admin.release.notebook_i18n), then run "
+                               "`course release`")
+        sources.update({f"exercises/{folder}/{p.relative_to(edition).as_posix()}": p
+                        for p in sorted(edition.rglob("*")) if p.is_file() and "__pycache__" not in p.parts
+                        and ".ipynb_checkpoints" not in p.parts})
+    return sources
+
+
 def export_learner_tree(root: Path, dest: Path, book_url: str | None = None, lang: str = "en") -> list[str]:
-    """Write the learner's course folder into the new folder ``dest``, in ``lang`` (its README, and the language
-    of what the course says to the learner: pyproject's ``[tool.course] language``); return its files."""
+    """Write the learner's course folder into the new folder ``dest``, in ``lang`` (its README, its exercise
+    notebooks, and the language of what the course says to the learner: pyproject's ``[tool.course] language``);
+    return its files."""
     if dest.exists() and any(dest.iterdir()):
         raise ReleaseError(f"--learner-tree: {dest} exists and is not empty; give a new folder")
     own = {name: own_version(root, name, book_url, lang) for name in OWN_VERSION}  # raises before anything is written
-    files = [rel for rel in learner_files(root) if rel not in OWN_VERSION]
-    for rel in files:
+    sources = _sources(root, [rel for rel in learner_files(root) if rel not in OWN_VERSION], lang)
+    for rel, path in sources.items():
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / rel, target)
+        shutil.copy2(path, target)
     for name in OWN_VERSION:
         (dest / name).write_text(own[name], encoding="utf-8")
-    return sorted(files + list(OWN_VERSION))
+    return sorted(list(sources) + list(OWN_VERSION))

@@ -88,8 +88,10 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def points_markdown(number: str, points: Points) -> str:
-    """The header's lines on what is graded, in the learner's words."""
+def points_markdown(number: str, points: Points, lang: str = "en") -> str:
+    """The header's lines on what is graded, in the learner's words (and language)."""
+    if lang != "en":
+        return _points_zh(number, points)
     lines = [f"**What is graded: {pts(points.total)} in all.**", ""]
     if points.public[0]:
         lines.append(f"- **{pts(points.public[1])}**: the {_count(points.public[0], 'public check', 'public checks')} "
@@ -110,16 +112,36 @@ def points_markdown(number: str, points: Points) -> str:
     return "\n".join(textwrap.fill(line, WIDTH, subsequent_indent="  ") if line else line for line in lines)
 
 
-def _capstone_runs(layout: Layout, number: str, notebook: dict) -> str:
+def _points_zh(number: str, points: Points) -> str:
+    """points_markdown in Chinese: one line per item (a Chinese line is never wrapped)."""
+    lines = [f"**评分内容：共 {points.total:g} 分。**", ""]
+    if points.public[0]:
+        lines.append(f"- **{points.public[1]:g} 分**：你的 `course_lib` 代码的 {points.public[0]} 项公开检查，"
+                     f"`make check CH={number}` 和下面的“检查你的代码”运行的就是它们；")
+    if points.hidden[0]:
+        lines.append(f"- **{points.hidden[1]:g} 分**：你的教师的评分程序在同一份代码上运行的 {points.hidden[0]} 项隐藏检查，"
+                     "其输入你在这里看不到（通过公开检查是必要条件，而非充分条件）；")
+    if points.trained:
+        lines.append(f"- **{points.trained:g} 分**：你训练好的模型，用 `make submit CH={number}` 上交：评分程序用你的"
+                     f"权重算出的测试准确率必须达到 {handin.BAR:.0%}；")
+    if points.written:
+        split = " + ".join(f"{p:g}" for p in points.written)
+        lines.append(f"- **{points.by_hand:g} 分**：本笔记本中的 {len(points.written)} 道书面回答"
+                     f"{f'（{split}）' if len(points.written) > 1 else ''}，人工评分。")
+    lines[-1] = lines[-1].rstrip("；") + ("" if lines[-1].endswith("。") else "。")
+    return "\n".join(lines)
+
+
+def _capstone_runs(layout: Layout, number: str, notebook: dict, lang: str = "en") -> str:
     record = layout.solutions / "learner" / capstone_times.RECORD.name
     try:
-        return capstone_times.runs_markdown(capstone_times.load(record))
+        return capstone_times.runs_markdown(capstone_times.load(record), lang)
     except (FileNotFoundError, KeyError, ValueError) as err:
         raise ReleaseError(f"capstone-runs: {err}") from None
 
 
-GENERATORS: dict[str, Callable[[Layout, str, dict], str]] = {
-    "points": lambda layout, number, nb: points_markdown(number, chapter_points(layout, number, nb)),
+GENERATORS: dict[str, Callable[[Layout, str, dict, str], str]] = {
+    "points": lambda layout, number, nb, lang: points_markdown(number, chapter_points(layout, number, nb), lang),
     "capstone-runs": _capstone_runs,
 }
 
@@ -133,8 +155,16 @@ def _set_text(cell: dict, text: str) -> None:
     cell["source"] = text.splitlines(keepends=True) if isinstance(cell.get("source"), list) else text
 
 
-def fill(layout: Layout, number: str, notebook: dict, where: str) -> dict:
-    """``notebook`` with every generated block and written-question heading filled (in place; returned)."""
+# A written question's heading in each language (the translations write N, notebook_i18n.py).
+HEADINGS = {"en": ("({points}, graded by hand)", HEADING_RE, "(N points, graded by hand)"),
+            "zh_CN": ("（{points:g} 分，人工评分）", re.compile(r"（(?P<points>N|\d+(?:\.\d+)?) 分，人工评分）"),
+                      "（N 分，人工评分）")}
+
+
+def fill(layout: Layout, number: str, notebook: dict, where: str, lang: str = "en") -> dict:
+    """``notebook`` with every generated block and written-question heading filled (in place; returned), in
+    ``lang``: the notebook's own language (an edition's notebook is translated first, notebook_i18n.py)."""
+    template, heading_re, _ = HEADINGS[lang]
     cells = notebook.get("cells", [])
     found: list[str] = []
     for cell in cells:
@@ -146,7 +176,7 @@ def fill(layout: Layout, number: str, notebook: dict, where: str) -> dict:
             if name not in GENERATORS:
                 raise ReleaseError(f"{where}: unknown generated block {name!r} (known: {', '.join(GENERATORS)})")
             found.append(name)
-            return f"{m['open']}{GENERATORS[name](layout, number, notebook)}\n\n{m['close']}"
+            return f"{m['open']}{GENERATORS[name](layout, number, notebook, lang)}\n\n{m['close']}"
 
         _set_text(cell, BLOCK_RE.sub(block, _text(cell)))
     if "points" not in found:
@@ -159,11 +189,12 @@ def fill(layout: Layout, number: str, notebook: dict, where: str) -> dict:
         if meta.get("grade_id") not in ids:
             continue
         heading = cells[i - 1] if i else {}
-        if heading.get("cell_type") != "markdown" or not HEADING_RE.search(_text(heading)):
+        if heading.get("cell_type") != "markdown" or not heading_re.search(_text(heading)):
             raise ReleaseError(f"{where}: the markdown cell before written answer {meta['grade_id']!r} must say "
-                               "its points as `(N points, graded by hand)`")
-        _set_text(heading, HEADING_RE.sub(f"({pts(float(meta.get('points', 0)))}, graded by hand)",
-                                          _text(heading), count=1))
+                               f"its points as `{HEADINGS[lang][2]}`")
+        points = float(meta.get("points", 0))
+        said = template.format(points=pts(points) if lang == "en" else points)
+        _set_text(heading, heading_re.sub(lambda _: said, _text(heading), count=1))
     return notebook
 
 

@@ -2,6 +2,14 @@
 
     solutions/course_ref/<module>.py         -> course_lib/<module>.py       (stub: solution blocks raise; stubs.py)
     solutions/source/chNN_<name>/            -> exercises/chNN_<name>/       (nbgrader generate_assignment)
+    solutions/locale/<lang>/chNN_<name>.json -> solutions/source_<lang>/chNN_<name>/ -> exercises_<lang>/chNN_<name>/
+
+Each source notebook is also released in every language of notebook_i18n.EDITIONS (zh_CN): its markdown cells
+replaced by their translations (the same cells, ids, grade ids, points and code), filled in that language, and
+given to nbgrader in the same way. solutions/source_<lang>/ and exercises_<lang>/ are that language's nbgrader
+source and release folders (nbgrader_config.py takes them when COURSE_LANG=<lang>). A notebook whose translation is not in sync
+with its English (a cell untranslated or stale) has no new edition: `course release` says so and leaves its
+files alone, and `--check` fails on it.
 
 Before nbgrader runs, the source notebook's generated blocks (what is graded and its points, from the
 spec, the hidden cases and the graded cells; chapter 08's capstone times) and the points of its written
@@ -37,7 +45,8 @@ from course_lib.provided.layout import EXERCISE_RE, LAYOUT, Layout
 
 from ..intake.answers import auto_graded
 from .learner_tree import export_learner_tree
-from .notebook_facts import filled_source
+from . import notebook_i18n
+from .notebook_facts import fill, filled_source
 from .stubs import ReleaseError, make_stub
 
 # nbgrader's default CourseDirectory.ignore, which the repository's nbgrader_config.py keeps: collect then
@@ -123,8 +132,35 @@ def refuse_extra_files(layout: Layout, source: Path) -> None:
                            + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
 
 
-def build(layout: Layout, out: Path) -> dict[str, Path]:
-    """Generate every learner file under ``out``; return {path relative to the repository: file}."""
+def edition_folders(lang: str, name: str) -> tuple[str, str]:
+    """The source and release folders, relative to the repository, of notebook ``name``'s edition in ``lang``."""
+    return f"solutions/source_{lang}/{name}", f"exercises_{lang}/{name}"
+
+
+def build_edition(layout: Layout, source: Path, out: Path, lang: str) -> dict[str, Path]:
+    """The source and release of ``source``'s notebook in ``lang``; raises ReleaseError when its translation is
+    not in sync (notebook_i18n.translate)."""
+    notebook_path = source / f"{source.name}.ipynb"
+    english = json.loads(notebook_path.read_text(encoding="utf-8"))
+    catalog = notebook_i18n.load(notebook_i18n.catalog_path(layout, lang, source.name))
+    where = layout.rel(notebook_i18n.catalog_path(layout, lang, source.name))
+    translated = notebook_i18n.translate(english, catalog, lang, where)
+    match = EXERCISE_RE.fullmatch(source.name)
+    assert match is not None, source
+    fill(layout, match.group(1), translated, where, lang)
+    source_rel, release_rel = edition_folders(lang, source.name)
+    target = out / source_rel / notebook_path.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "w", encoding="utf-8", newline="") as f:
+        f.write(json.dumps(translated, indent=1, ensure_ascii=False) + "\n")
+    generate_exercise(target.parent, out / release_rel)
+    return {f"{source_rel}/{notebook_path.name}": target,
+            **{f"{release_rel}/{rel}": path for rel, path in _files(out / release_rel).items()}}
+
+
+def build(layout: Layout, out: Path, behind: dict[str, str] | None = None) -> dict[str, Path]:
+    """Generate every learner file under ``out``; return {path relative to the repository: file}. An edition
+    whose translation is not in sync is left out and named in ``behind`` ({folder: why}, each of its folders)."""
     generated: dict[str, Path] = {}
     for solution in layout.reference_modules():
         rel = f"course_lib/{solution.name}"
@@ -145,6 +181,14 @@ def build(layout: Layout, out: Path) -> dict[str, Path]:
         dest = out / "exercises" / source.name
         generate_exercise(filled, dest)
         generated.update({f"exercises/{source.name}/{rel}": path for rel, path in _files(dest).items()})
+        for lang in notebook_i18n.EDITIONS:
+            try:
+                generated.update(build_edition(layout, source, out, lang))
+            except ReleaseError as err:
+                if behind is None:
+                    raise
+                for folder in edition_folders(lang, source.name):
+                    behind[folder] = str(err)
     return generated
 
 
@@ -156,17 +200,27 @@ def managed_in_tree(layout: Layout) -> dict[str, Path]:
     for stub in sorted((layout.root / "course_lib").glob("*.py")):
         if stub.name != "__init__.py":
             tree[f"course_lib/{stub.name}"] = stub
-    exercises = layout.root / "exercises"
-    if exercises.is_dir():
-        for folder in sorted(p for p in exercises.iterdir() if p.is_dir() and EXERCISE_RE.fullmatch(p.name)):
-            tree.update({f"exercises/{folder.name}/{rel}": path for rel, path in _files(folder).items()})
+    for released in ["exercises", *(folder for lang in notebook_i18n.EDITIONS for folder in
+                                    (f"exercises_{lang}", f"solutions/source_{lang}"))]:
+        folder_of = layout.root / released
+        if folder_of.is_dir():
+            for folder in sorted(p for p in folder_of.iterdir() if p.is_dir() and EXERCISE_RE.fullmatch(p.name)):
+                tree.update({f"{released}/{folder.name}/{rel}": path for rel, path in _files(folder).items()})
     return tree
 
 
-def differences(layout: Layout, generated: dict[str, Path]) -> list[str]:
-    """One line per file of the tree that differs from what solutions/ generates."""
-    tree = managed_in_tree(layout)
-    problems = []
+def _folder(rel: str) -> str:
+    """The exercise folder a managed file is in (exercises/chNN_x, exercises_zh_CN/chNN_x, ...), or its folder."""
+    parts = rel.split("/")
+    at = next((i for i, part in enumerate(parts[:-1]) if EXERCISE_RE.fullmatch(part)), len(parts) - 2)
+    return "/".join(parts[:at + 1])
+
+
+def differences(layout: Layout, generated: dict[str, Path], behind: dict[str, str] | None = None) -> list[str]:
+    """One line per file of the tree that differs from what solutions/ generates, and per edition behind."""
+    tree = {rel: path for rel, path in managed_in_tree(layout).items() if _folder(rel) not in (behind or {})}
+    problems = [f"not in sync with its English, so not generated: {folder}/ ({why.splitlines()[0]})"
+                for folder, why in sorted((behind or {}).items()) if folder.startswith("exercises_")]
     for rel in sorted(set(generated) | set(tree)):
         if rel not in tree:
             problems.append(f"missing: {rel}")
@@ -177,8 +231,9 @@ def differences(layout: Layout, generated: dict[str, Path]) -> list[str]:
     return problems
 
 
-def write(layout: Layout, generated: dict[str, Path]) -> list[str]:
-    """Copy the generated files into the tree; remove stale files from regenerated exercise folders."""
+def write(layout: Layout, generated: dict[str, Path], behind: dict[str, str] | None = None) -> list[str]:
+    """Copy the generated files into the tree; remove stale files from regenerated exercise folders; leave the
+    folders of an edition ``behind`` as they are."""
     changes = []
     for rel, path in sorted(generated.items()):
         target = layout.root / rel
@@ -187,11 +242,11 @@ def write(layout: Layout, generated: dict[str, Path]) -> list[str]:
         changes.append(("updated: " if target.exists() else "created: ") + rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, target)
-    regenerated = {rel.split("/")[1] for rel in generated if rel.startswith("exercises/")}
+    regenerated = {_folder(rel) for rel in generated if rel.startswith("exercises") or "/source_" in rel}
     for rel, path in managed_in_tree(layout).items():
-        if rel in generated:
+        if rel in generated or _folder(rel) in (behind or {}):
             continue
-        if rel.startswith("exercises/") and rel.split("/")[1] in regenerated:
+        if _folder(rel) in regenerated:
             path.unlink()
             changes.append(f"removed: {rel}")
         else:
@@ -213,24 +268,27 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --learner-tree: where the book is published; the learner README links it and "
                              "each chapter's page (without it, the README says the instructor gives the address)")
     parser.add_argument("--lang", default="en", metavar="LANG",
-                        help="with --learner-tree: the learners' language, en (default) or zh_CN: the tree's README "
-                             "and what course check, check() and make submit say to them")
+                        help="with --learner-tree: the learners' language, en (default) or zh_CN: the tree's README, "
+                             "exercise notebooks, and what course check, check() and make submit say to them")
     args = parser.parse_args(argv)
     try:
         args.lang = i18n.normalise(args.lang)
     except ValueError as err:
         parser.error(str(err))
     if args.lang != "en" and args.learner_tree is None:
-        parser.error("--lang is for the learner tree (--learner-tree DIR): the exercise notebooks themselves are "
-                     "released in English for now")
+        parser.error("--lang is the learner tree's language (--learner-tree DIR); the exercise notebooks are "
+                     f"released in English and in {', '.join(notebook_i18n.EDITIONS)} at every release (exercises_<lang>/)")
     layout = Layout(args.root.resolve())
     try:
         with tempfile.TemporaryDirectory(prefix="course-release-") as tmp:
-            generated = build(layout, Path(tmp))
+            behind: dict[str, str] = {}
+            generated = build(layout, Path(tmp), behind)
+            editions = sum(r.startswith("exercises_") and r.endswith(".ipynb") for r in generated)
             summary = (f"{sum(r.startswith('course_lib/') for r in generated)} stub(s), "
-                       f"{len(layout.exercise_sources())} exercise(s)")
+                       f"{len(layout.exercise_sources())} exercise(s), {editions} translated exercise(s) "
+                       f"({', '.join(notebook_i18n.EDITIONS)})")
             if args.check:
-                problems = differences(layout, generated)
+                problems = differences(layout, generated, behind)
                 if problems:
                     print(f"course release --check: {len(problems)} file(s) out of sync with solutions/:")
                     for line in problems:
@@ -239,12 +297,16 @@ def main(argv: list[str] | None = None) -> int:
                     return 1
                 print(f"course release --check: in sync ({summary})")
                 return 0
-            changes = write(layout, generated)
+            changes = write(layout, generated, behind)
     except ReleaseError as err:
         print(f"course release: {err}", file=sys.stderr)
         return 2
     for line in changes:
         print(f"  {line}")
+    for folder, why in sorted(behind.items()):
+        if folder.startswith("exercises_"):
+            print(f"course release: WARNING: {folder}/ not regenerated, its translation is behind the English: {why}",
+                  file=sys.stderr)
     changed = sum(not line.startswith("left alone") for line in changes)
     print(f"course release: {summary} generated, {changed or 'no'} change(s) to the tree")
     if args.learner_tree is not None:

@@ -95,15 +95,22 @@ def test_a_missing_gradebook_is_a_clear_error(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "no nbgrader gradebook" in proc.stderr
 
 
+# Each language's nbgrader folders, as nbgrader_config.py picks them by COURSE_LANG: (source, release).
+FOLDERS = {"en": ("solutions/source", "exercises"), "zh_CN": ("solutions/source_zh_CN", "exercises_zh_CN")}
+
+
 @pytest.mark.skipif(not RELEASED.is_file(), reason="the chapter 02 exercise has not been released")
-def test_loading_notebooks_for_formgrader_runs_nothing(tmp_path: Path) -> None:
-    """The repository's nbgrader_config.py: `nbgrader autograde` neither executes a learner's notebook nor
+@pytest.mark.parametrize("lang", sorted(FOLDERS))
+def test_loading_notebooks_for_formgrader_runs_nothing(tmp_path: Path, lang: str) -> None:
+    """The repository's nbgrader_config.py, in each language (COURSE_LANG): `nbgrader generate_assignment` gives
+    the committed release byte for byte, and `nbgrader autograde` neither executes a learner's notebook nor
     clears its saved outputs; the written answer waits for formgrader."""
+    source, release = FOLDERS[lang]
+    released = REPO_ROOT / release / "ch02_attention" / RELEASED.name
     shutil.copy(REPO_ROOT / "nbgrader_config.py", tmp_path / "nbgrader_config.py")
-    shutil.copytree(REPO_ROOT / "solutions" / "source" / "ch02_attention",
-                    tmp_path / "solutions" / "source" / "ch02_attention")
+    shutil.copytree(REPO_ROOT / source / "ch02_attention", tmp_path / source / "ch02_attention")
     marker = tmp_path / "the notebook ran"
-    nb = nbformat.read(RELEASED, as_version=4)
+    nb = nbformat.read(released, as_version=4)
     saved = nbformat.v4.new_code_cell(f"open({str(marker)!r}, 'w').write('ran')", execution_count=1,
                                       outputs=[nbformat.v4.new_output("stream", name="stdout", text="my figure\n")])
     nb.cells.insert(0, saved)
@@ -113,11 +120,14 @@ def test_loading_notebooks_for_formgrader_runs_nothing(tmp_path: Path) -> None:
     folder = tmp_path / "submissions" / "alice" / "ch02_attention"
     folder.mkdir(parents=True)
     nbformat.write(nb, folder / RELEASED.name)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {**os.environ, "COURSE_LANG": lang,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     for step in ("generate_assignment", "autograde"):
         argv = [sys.executable, "-m", "nbgrader", step, "ch02_attention"] + (["--force"] if step[0] == "g" else [])
         proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+        if step == "generate_assignment":
+            assert (tmp_path / release / "ch02_attention" / RELEASED.name).read_bytes() == released.read_bytes()
     assert not marker.exists(), "nbgrader autograde ran the learner's notebook"
     graded = nbformat.read(tmp_path / "grades" / "autograded" / "alice" / "ch02_attention" / RELEASED.name,
                            as_version=4)

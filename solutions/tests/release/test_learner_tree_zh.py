@@ -37,6 +37,15 @@ def test_the_tree_says_its_language_and_its_readme_is_chinese(tree: Path) -> Non
     assert "中文在后" in (tree / "AGENTS.md").read_text(encoding="utf-8")
 
 
+def test_the_tree_has_the_chinese_exercise_notebooks_and_no_english_ones(tree: Path) -> None:
+    for folder in sorted((LAYOUT.root / "exercises_zh_CN").iterdir()):
+        notebook = tree / "exercises" / folder.name / f"{folder.name}.ipynb"
+        assert notebook.read_bytes() == (folder / notebook.name).read_bytes()
+        first = "".join(json.loads(notebook.read_text(encoding="utf-8"))["cells"][0]["source"])
+        assert first.startswith(f"# 第 {folder.name[2:4]} 章") and "评分内容" in first, first[:200]
+    assert not any(p.name.startswith("exercises_") for p in tree.iterdir()), "the editions' folders stay behind"
+
+
 def test_the_chinese_readme_was_made_from_the_current_english() -> None:
     english = (LAYOUT.root / "solutions" / "learner" / "README.md").read_text(encoding="utf-8")
     chinese = learner_tree.template_of(LAYOUT.root, "README.md", "zh_CN").read_text(encoding="utf-8")

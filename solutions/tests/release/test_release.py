@@ -21,8 +21,12 @@ from course_admin.release.release import main
 from course_admin.release.stubs import ReleaseError
 
 SOLUTION_MODULES = sorted(p for p in (REPO_ROOT / "solutions" / "course_ref").glob("*.py") if p.name != "__init__.py")
-SOURCE_NOTEBOOKS = sorted((REPO_ROOT / "solutions" / "source").glob("ch[0-9][0-9]_*/*.ipynb"))
-RELEASED_NOTEBOOKS = sorted((REPO_ROOT / "exercises").glob("ch[0-9][0-9]_*/*.ipynb"))
+# The English notebooks and the Chinese edition's (solutions/source_zh_CN/, exercises_zh_CN/): the model answers of
+# both are secrets, and both releases are what learners receive.
+SOURCE_NOTEBOOKS = sorted(p for folder in ("source", "source_zh_CN")
+                          for p in (REPO_ROOT / "solutions" / folder).glob("ch[0-9][0-9]_*/*.ipynb"))
+RELEASED_NOTEBOOKS = sorted(p for folder in ("exercises", "exercises_zh_CN")
+                            for p in (REPO_ROOT / folder).glob("ch[0-9][0-9]_*/*.ipynb"))
 CH02_SOURCE = REPO_ROOT / "solutions" / "source" / "ch02_attention" / "ch02_attention.ipynb"
 CH02_RELEASE = REPO_ROOT / "exercises" / "ch02_attention" / "ch02_attention.ipynb"
 
@@ -30,7 +34,8 @@ CH02_RELEASE = REPO_ROOT / "exercises" / "ch02_attention" / "ch02_attention.ipyn
 def snapshot(root: Path) -> dict[str, str]:
     """Hash of every file release manages or reads, to prove a command left them alone."""
     found = {}
-    for folder in ("course_lib", "exercises", "solutions/course_ref", "solutions/source"):
+    for folder in ("course_lib", "exercises", "solutions/course_ref", "solutions/source", "exercises_zh_CN",
+                   "solutions/source_zh_CN", "solutions/locale"):
         for path in sorted((root / folder).rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and ".ipynb_checkpoints" not in path.parts:
                 found[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -49,7 +54,7 @@ def test_release_check_says_in_sync(capsys):
 def copy_of_repo(dest: Path) -> Path:
     """The parts of the repository that `course release` reads and writes, copied to ``dest``."""
     for folder in ("solutions/course_ref", "solutions/source", "solutions/hidden", "solutions/learner", "tests/specs",
-                   "exercises"):
+                   "exercises", "solutions/locale", "solutions/source_zh_CN", "exercises_zh_CN"):
         shutil.copytree(REPO_ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     (dest / "course_lib").mkdir()
     for stub in (REPO_ROOT / "course_lib").glob("*.py"):
@@ -89,6 +94,30 @@ def test_check_finds_planted_stale_files_and_release_fixes_them(tmp_path, capsys
     assert source.read_bytes() == CH02_SOURCE.read_bytes() and "(typed)" not in source.read_text(encoding="utf-8")
     assert not extra.exists()
     assert snapshot(REPO_ROOT) == repo_before, "a test on a copy changed the repository"
+
+
+def test_an_english_change_without_its_translation_leaves_the_chinese_edition_behind(tmp_path, capsys):
+    root = copy_of_repo(tmp_path / "repo")
+    source = root / "solutions" / "source" / "ch02_attention" / "ch02_attention.ipynb"
+    text = source.read_text(encoding="utf-8")
+    assert "Run this cell first." in text
+    source.write_text(text.replace("Run this cell first.", "Run this cell first, once."), encoding="utf-8")
+    zh = root / "exercises_zh_CN" / "ch02_attention" / "ch02_attention.ipynb"
+    zh_before = zh.read_bytes()
+
+    assert main(["--check", "--root", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert "not in sync with its English, so not generated: exercises_zh_CN/ch02_attention/" in out
+    assert "stale: exercises/ch02_attention/ch02_attention.ipynb" in out
+    assert "exercises_zh_CN/ch03" not in out, "only the changed notebook's edition is behind"
+
+    assert main(["--root", str(root)]) == 0  # the English is released; the Chinese is left as it was, loudly
+    captured = capsys.readouterr()
+    assert "WARNING: exercises_zh_CN/ch02_attention/ not regenerated" in captured.err
+    assert "stale: cell 'setup-md'" in captured.err
+    assert "once." in (root / "exercises" / "ch02_attention" / "ch02_attention.ipynb").read_text(encoding="utf-8")
+    assert zh.read_bytes() == zh_before
+    assert main(["--check", "--root", str(root)]) == 1, "the edition stays behind until it is translated"
 
 
 # ------------------------------------------------------------------ (c) no solution line reaches learners
