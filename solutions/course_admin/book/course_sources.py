@@ -50,9 +50,18 @@ def digest_cell(digest: str) -> str:
     return f"\n\n```{{code-cell}} ipython3\n:tags: [remove-cell]\n\n# {MARK}: {digest}\n```\n"
 
 
+def figures_digest(docname: str, root: Path = ROOT) -> str:
+    """A digest of the page's figure catalogs (book/locale/*/figures/PAGE.json): the page draws its figures in
+    each language as it runs (book/_code/figures.py), so a new translation runs that page again, and only it."""
+    h = hashlib.sha256()
+    for path in sorted((root / "book" / "locale").glob(f"*/figures/{docname.rsplit('/', 1)[-1]}.json")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:12]
+
+
 def _append(app: Any, docname: str, source: list[str]) -> None:
     if "{code-cell}" in source[0]:  # an executed page (plain Markdown pages have no cells and no cache)
-        source[0] += digest_cell(app.config.course_sources_digest)
+        source[0] += digest_cell(f"{app.config.course_sources_digest}, figures {figures_digest(docname)}")
 
 
 def setup(app: Any) -> dict[str, Any]:

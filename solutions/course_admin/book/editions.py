@@ -8,7 +8,10 @@ cache), then runs this module, which
    (catalogs.py): a message of the English without a translation, a fuzzy one, a translation that lost
    markup or breaks the typography fails the build, named, so an English change cannot land without its
    translation;
-3. builds the Chinese edition with the same configuration, ``language = "zh_CN"`` and the catalogs of
+3. checks the figures of the executed pages against their catalogs (figures.py), and the lines their code
+   prints (outputs.py): a figure's text or alt text, or a printed line, without its translation fails the
+   build the same way;
+4. builds the Chinese edition with the same configuration, ``language = "zh_CN"`` and the catalogs of
    ``book/locale``, sharing the English build's execution cache: no page runs a second time.
 
 Each page of either edition links to the same page of the other (language.py). Run alone:
@@ -25,7 +28,7 @@ from pathlib import Path
 
 from course_lib.provided.layout import LAYOUT
 
-from . import catalogs
+from . import catalogs, figures, outputs
 
 ROOT = LAYOUT.root
 BUILD = ROOT / "_build"
@@ -52,7 +55,10 @@ def build_chinese(out: Path = ZH_HTML) -> int:
     parent takes the build's scratch, ``jupyter_execute/``), then copied to ``out``."""
     built = BUILD / "zh" / "html"
     code = _sphinx("html", built, BUILD / ".doctrees-zh", {"language": catalogs.LANGUAGE, "gettext_compact": False,
-                                                            "locale_dirs": [str(catalogs.LOCALE)]})
+                                                            "locale_dirs": [str(catalogs.LOCALE)],
+                                                            # each figure's Chinese drawing, not the English
+                                                            "nb_mime_priority_overrides": [
+                                                                ("html", figures.MIME[catalogs.LANGUAGE], 1)]})
     if code == 0:
         shutil.rmtree(out, ignore_errors=True)
         shutil.copytree(built, out)
@@ -72,12 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     problems = [p for page in catalogs.pages() if page in done for p in catalogs.problems(page)]
     problems += [f"{page}: listed in {catalogs.TRANSLATED.name} but not a page of the book"
                  for page in done if page not in catalogs.pages()]
+    problems += [p for page in figures.pages() if f"book/{page}" in done for p in figures.problems(page)]
+    problems += [p for page in outputs.pages() if f"book/{page}" in done for p in outputs.problems(page)]
     waiting = [page for page in catalogs.pages() if page not in done]
     if problems and not args.no_check:
         print("\n".join(problems[:40]), file=sys.stderr)
         print(f"editions: the Chinese edition is out of sync with the English ({len(problems)} problem(s) above): "
-              "translate them (python -m course_admin.book.catalogs todo PAGE, then apply; the appendix for "
-              "contributors says how)", file=sys.stderr)
+              "translate them (python -m course_admin.book.catalogs todo PAGE, then apply; a figure's: python -m "
+              "course_admin.book.figures todo PAGE; a printed line's: python -m course_admin.book.outputs todo PAGE; the appendix for contributors says how)", file=sys.stderr)
         return 1
     if build_chinese() != 0:
         print("editions: building the Chinese edition failed (above)", file=sys.stderr)
@@ -85,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"editions: messages extracted, the {len(done)} translated pages' catalogs in sync, Chinese edition at "
           f"{ZH_HTML / 'index.html'} ({time.perf_counter() - start:.0f} s)"
           + (f"; shown in English there, not yet translated: {', '.join(waiting)}" if waiting else ""))
+    left = {page: n for page, n in sorted(outputs.LEFT.items()) if n}
+    if left:  # data the page prints (names, shapes), or a library's log: no template of its prints (outputs.py)
+        print(f"editions: printed lines with words shown as printed (data, or no print of the page's own): "
+              + ", ".join(f"{page.rsplit('/', 1)[-1]} {n}" for page, n in left.items()))
     return 0
 
 

@@ -62,7 +62,21 @@ class App:
 def test_an_executed_page_gets_a_hidden_cell_with_the_digest_and_a_prose_page_nothing() -> None:
     page = ["# Title\n\n```{code-cell} ipython3\nx = 1\n```\n"]
     course_sources._append(App, "book/02_attention", page)
-    assert page[0].endswith("```{code-cell} ipython3\n:tags: [remove-cell]\n\n# course sources digest: abc123\n```\n")
+    figures = course_sources.figures_digest("book/02_attention")
+    assert page[0].endswith("```{code-cell} ipython3\n:tags: [remove-cell]\n\n"
+                            f"# course sources digest: abc123, figures {figures}\n```\n")
     prose = ["# Glossary\n\nNo cells here.\n"]
     course_sources._append(App, "book/appendix_glossary", prose)
     assert prose == ["# Glossary\n\nNo cells here.\n"]
+
+
+def test_a_pages_figure_catalog_runs_that_page_again_and_no_other(tmp_path: Path) -> None:
+    """A page draws its figures in each language as it runs (book/_code/figures.py): a new translation of one
+    of its figures changes its digest, so the page runs again; another page's stays, so it does not."""
+    folder = tmp_path / "book" / "locale" / "zh_CN" / "figures"
+    folder.mkdir(parents=True)
+    (folder / "02_attention.json").write_text('{"key": "键"}', encoding="utf-8")
+    before = {page: course_sources.figures_digest(page, tmp_path) for page in ("book/02_attention", "book/05_encoder")}
+    (folder / "02_attention.json").write_text('{"key": "键", "query": "查询"}', encoding="utf-8")
+    assert course_sources.figures_digest("book/02_attention", tmp_path) != before["book/02_attention"]
+    assert course_sources.figures_digest("book/05_encoder", tmp_path) == before["book/05_encoder"]

@@ -9,13 +9,14 @@ Needs the built book ($COURSE_BOOK_HTML, else _build/html); skipped without it u
 """
 from __future__ import annotations
 
+import html
 import os
 import re
 from pathlib import Path
 
 import pytest
 
-from course_admin.book import browser_check, catalogs, cjk_font, language
+from course_admin.book import browser_check, catalogs, cjk_font, language, outputs
 from course_lib.provided.layout import REPO_ROOT
 
 BOOK = Path(os.environ.get("COURSE_BOOK_HTML") or REPO_ROOT / "_build" / "html")
@@ -81,3 +82,55 @@ def test_a_phrase_the_code_inserts_is_in_each_editions_language(editions) -> Non
     assert same, "chapter 03's English sentence with p_all_same moved"
     assert {"the same": "相同", "different": "不同"}[same[1]] in re.sub(r"<[^>]+>", "", chinese.split("64 个头", 1)[1])[:80]
     assert "the same" not in re.sub(r"<[^>]+>", "", chinese.split("64 个头", 1)[1])[:80]
+
+
+IMG = re.compile(r'<img[^>]*?src="([^"]+\.svg)"[^>]*?alt="([^"]*)"|<img[^>]*?alt="([^"]*)"[^>]*?src="([^"]+\.svg)"')
+
+
+def _figures(page: Path) -> list[tuple[str, str]]:
+    return [(m[1] or m[4], m[2] or m[3]) for m in IMG.finditer(page.read_text(encoding="utf-8"))]
+
+
+def test_each_edition_shows_its_own_drawing_of_every_figure_with_alt_text_in_its_language(editions) -> None:
+    """figures.py: the Chinese page's figures are the Chinese drawings (other files), their alt text Chinese."""
+    english, _ = editions
+    seen = 0
+    for page in english:
+        name = page.relative_to(BOOK)
+        if not name.as_posix().startswith("book/") or name.with_suffix("").as_posix() not in catalogs.translated():
+            continue
+        en, zh = _figures(page), _figures(ZH / name)
+        assert len(en) == len(zh), name
+        for (en_src, en_alt), (zh_src, zh_alt) in zip(en, zh):
+            assert Path(en_src).name != Path(zh_src).name, f"{name}: the Chinese edition shows the English drawing"
+            assert en_alt and not cjk_font.CJK.search(en_alt), (name, en_alt)
+            assert cjk_font.CJK.search(zh_alt), f"{name}: alt text not in Chinese: {zh_alt[:60]!r}"
+        seen += len(en)
+    assert seen >= 20, f"only {seen} figures found in the built pages"
+
+
+STREAM = re.compile(r'<div class="output stream[^"]*">\s*<div class="highlight"><pre>(.*?)</pre>', re.S)
+
+
+def _printed(page: Path) -> list[str]:
+    """The text of each printed output of a built page (highlighting markup removed)."""
+    return [html.unescape(re.sub(r"<[^>]+>", "", found)) for found in STREAM.findall(page.read_text(encoding="utf-8"))]
+
+
+def test_what_the_code_prints_is_in_each_editions_language(editions) -> None:
+    """outputs.py: a translated page's printed outputs are the English ones with every line its prints write
+    translated by the page's catalog; the English edition's are left as the code printed them."""
+    translated = 0
+    for name in outputs.pages():
+        if f"book/{name}" not in catalogs.translated():
+            continue
+        english, chinese = _printed(BOOK / "book" / f"{name}.html"), _printed(ZH / "book" / f"{name}.html")
+        assert len(english) == len(chinese), name
+        lines = outputs.Lines(outputs.load(name))
+        for en, zh in zip(english, chinese):
+            assert not cjk_font.CJK.search(en) or name in ("04_positional_encoding", "08_capstone"), (name, en[:80])
+            assert zh == lines.text(en)[0], (name, en[:200], zh[:200])
+            translated += zh != en
+    assert translated >= 50, f"only {translated} printed outputs differ between the editions"
+    chinese = "\n".join(_printed(ZH / "book" / "02_attention.html"))
+    assert "与 PyTorch 的最大差异：" in chinese and "largest difference from PyTorch" not in chinese
