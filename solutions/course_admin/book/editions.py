@@ -57,8 +57,8 @@ def build_chinese(out: Path = ZH_HTML) -> int:
     code = _sphinx("html", built, BUILD / ".doctrees-zh", {"language": catalogs.LANGUAGE, "gettext_compact": False,
                                                             "locale_dirs": [str(catalogs.LOCALE)],
                                                             # each figure's Chinese drawing, not the English
-                                                            "nb_mime_priority_overrides": [
-                                                                ("html", figures.MIME[catalogs.LANGUAGE], 1)]})
+                                                            "nb_mime_priority_overrides":
+                                                                figures.priorities(catalogs.LANGUAGE)})
     if code == 0:
         shutil.rmtree(out, ignore_errors=True)
         shutil.copytree(built, out)

@@ -32,6 +32,13 @@ ROOT = LAYOUT.root
 SEEN = ROOT / "_build" / "figures"  # per page: what its figures say, as the last build rendered them (record)
 drawing = load_file("course_book_figures", ROOT / "book" / "_code" / "figures.py")
 MIME, METADATA, catalog_path = drawing.MIME, drawing.METADATA, drawing.catalog_path
+# what the course says to a learner, printed in each language by the same execution (book/_code/printed.py)
+TEXT_MIME = load_file("course_book_printed", ROOT / "book" / "_code" / "printed.py").MIME
+
+
+def priorities(lang: str) -> list[tuple[str, str, int]]:
+    """The Chinese build's ``nb_mime_priority_overrides``: its own drawing and text before the English."""
+    return [("html", MIME[lang], 1), ("html", TEXT_MIME[lang], 2)]
 
 
 def load(page: str, lang: str = "zh_CN") -> dict[str, str]:
@@ -85,16 +92,21 @@ def pages(seen: Path = SEEN) -> list[str]:
 
 
 class EditionFigure:
-    """MyST-NB mime renderer plugin: a drawing in another language, rendered as the SVG image it is."""
+    """MyST-NB mime renderer plugin: a drawing in another language, rendered as the SVG image it is, and a
+    learner's report in another language (printed.py), rendered as the text it is."""
 
     mime_priority_overrides: list = []  # the Chinese build ranks it (editions.py); the English never shows it
 
     @staticmethod
     def handle_mime(renderer: Any, data: Any, inline: bool) -> list | None:
+        from myst_nb.core.render import MimeData
+        if data.mime_type in TEXT_MIME.values():  # a learner's report in another language: text, as printed
+            return renderer.render_text_plain(MimeData(
+                "text/plain", data.content, cell_metadata=data.cell_metadata, output_metadata={},
+                cell_index=data.cell_index, output_index=data.output_index, line=data.line))
         lang = next((lang for lang, mime in MIME.items() if mime == data.mime_type), None)
         if lang is None:
             return None
-        from myst_nb.core.render import MimeData
         image = MimeData("image/svg+xml", data.content, cell_metadata=data.cell_metadata,
                          output_metadata={}, cell_index=data.cell_index, output_index=data.output_index,
                          line=data.line)

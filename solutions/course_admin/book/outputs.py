@@ -267,9 +267,10 @@ def _translate(app: Any, doctree: Any, docname: str) -> None:
         return
     lines, left = Lines(load(docname, language)), 0
     for node in doctree.findall(nodes.literal_block):
-        if {"output", "stream"} <= set(node.get("classes", [])):
+        classes = set(node.get("classes", []))
+        if "output" in classes and classes & {"stream", "text_plain"}:  # printed; or shown, as printed.py does
             said, missing = lines.text(node.astext())
-            left += missing
+            left += missing * ("stream" in classes)
             if said != node.astext():
                 node.children = [nodes.Text(said)]
                 node.rawsource = said

@@ -134,3 +134,18 @@ def test_what_the_code_prints_is_in_each_editions_language(editions) -> None:
     assert translated >= 50, f"only {translated} printed outputs differ between the editions"
     chinese = "\n".join(_printed(ZH / "book" / "02_attention.html"))
     assert "与 PyTorch 的最大差异：" in chinese and "largest difference from PyTorch" not in chinese
+
+
+SHOWN = re.compile(r'<div class="output text_plain[^"]*">\s*<div class="highlight"><pre>(.*?)</pre>', re.S)
+
+
+def test_what_the_course_says_to_a_learner_is_shown_in_each_editions_language(editions) -> None:
+    """book/_code/printed.py: the grading appendix runs its reports once per language; the English edition shows
+    the English, the Chinese one the grader's own Chinese (course_lib's catalog), the page's words translated by
+    its outputs catalog."""
+    def shown(page: Path) -> str:
+        return "\n".join(html.unescape(re.sub(r"<[^>]+>", "", t)) for t in SHOWN.findall(page.read_text(encoding="utf-8")))
+    english, chinese = (shown(root / "book" / "appendix_grading.html") for root in (BOOK, ZH))
+    assert "The mask is ignored: masked keys still receive weight." in english and not cjk_font.CJK.search(english)
+    assert "掩码被忽略了：被掩码的键仍然得到了权重。" in chinese and "The mask is ignored" not in chinese
+    assert "== 忘了掩码：" in chinese and "== forgets the mask:" in english

@@ -130,3 +130,21 @@ def test_chinese_beside_maths_is_drawn_with_the_cjk_font(locale: Path, caplog: p
     assert "点积的方差随" in data[drawing.MIME["zh_CN"]] and "点积" not in data["image/svg+xml"]
     assert title.get_text() == "The variance grows with $d_k$" and title.get_fontfamily() == family
     plt.close(fig)
+
+
+def test_a_learners_report_is_shown_in_each_language_from_one_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """book/_code/printed.py: the report runs once per language (COURSE_LANG, read by course_lib's i18n each time
+    it translates), both land in one output, and the caller's COURSE_LANG is left as it was."""
+    from course_lib.provided import i18n
+    from course_lib.provided.layout import LAYOUT
+    from course_lib.provided.loader import load_file
+    printed = load_file("course_book_printed", LAYOUT.root / "book" / "_code" / "printed.py")
+    assert printed.MIME == figures.TEXT_MIME and figures.priorities("zh_CN")[1] == ("html", printed.MIME["zh_CN"], 2)
+    message = "The mask is ignored: masked keys still receive weight."
+    monkeypatch.setenv("COURSE_LANG", "en")
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda bundle, raw: shown.append(bundle))
+    printed.in_each_language(lambda: print(i18n._(message)))
+    assert shown == [{"text/plain": message + "\n", printed.MIME["zh_CN"]: i18n.catalog("zh_CN")[message] + "\n"}]
+    assert "掩码" in shown[0][printed.MIME["zh_CN"]]
+    assert i18n.language() == "en"
