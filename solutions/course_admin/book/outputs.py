@@ -18,8 +18,10 @@ the page writes any more (stale), one whose values do not match, or one that bre
 or glossary (catalogs.py), and ``make book`` fails on any (editions.py), so a print cannot change without its
 translation. A value a line prints is translated where the catalog holds it, whole: one of the page's own
 worded strings (``page_strings``), such as a model's name in a loop or a mark, ``f"WRONG (want {iso})"``;
-these entries are optional, and stale when the string is gone. What the page's code does not print itself (a library's log, the grader's report it shows) has
-no template here and stays English; the Chinese build counts such lines (``LEFT``) and editions.py says so.
+these entries are optional, and stale when the string is gone. A line that no print of the page writes (a
+library's log) or whose words are data (a shape's names, a list of titles) stays as printed; the Chinese build
+counts such lines (``LEFT``) and editions.py says so. What the course itself says to a learner is shown in each
+language by running it once per language (book/_code/printed.py); this catalog then translates the page's words.
 
     .venv/bin/python -m course_admin.book.outputs todo 02_attention     # {template: ""} still to translate
     .venv/bin/python -m course_admin.book.outputs check                 # every translated page's problems
