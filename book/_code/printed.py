@@ -15,22 +15,16 @@ import contextlib
 import io
 import os
 from typing import Any, Callable
+from unittest import mock
 
 MIME = {"zh_CN": "text/x.course-zh-cn+plain"}  # the Chinese text's type in the output's bundle
 
 
 def said_in(language: str, report: Callable[[], Any]) -> str:
     """What ``report`` prints with the course speaking ``language`` (``COURSE_LANG`` restored after)."""
-    before, out = os.environ.get("COURSE_LANG"), io.StringIO()
-    os.environ["COURSE_LANG"] = language
-    try:
-        with contextlib.redirect_stdout(out):
-            report()
-    finally:
-        if before is None:
-            os.environ.pop("COURSE_LANG", None)
-        else:
-            os.environ["COURSE_LANG"] = before
+    out = io.StringIO()
+    with mock.patch.dict(os.environ, {"COURSE_LANG": language}), contextlib.redirect_stdout(out):
+        report()
     return out.getvalue()
 
 

@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(problems[:40]), file=sys.stderr)
         print(f"editions: the Chinese edition is out of sync with the English ({len(problems)} problem(s) above): "
               "translate them (python -m course_admin.book.catalogs todo PAGE, then apply; a figure's: python -m "
-              "course_admin.book.figures todo PAGE; a printed line's: python -m course_admin.book.outputs todo PAGE; the appendix for contributors says how)", file=sys.stderr)
+              "course_admin.book.figures todo PAGE; a printed line's: python -m course_admin.book.outputs todo PAGE; "
+              "the appendix for contributors says how)", file=sys.stderr)
         return 1
     if build_chinese() != 0:
         print("editions: building the Chinese edition failed (above)", file=sys.stderr)

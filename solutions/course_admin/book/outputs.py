@@ -96,9 +96,14 @@ def call_template(call: ast.Call) -> str | None:
     return joined + _escape(end.value if end is not None else "\n")
 
 
+def _literal(template: str) -> str:
+    """The template's own text, its values left out."""
+    return " ".join(lit for lit, *_ in string.Formatter().parse(template))
+
+
 def wants_translation(template: str) -> bool:
     """A template line with words: the line without its values, as catalogs.needs_translation judges it."""
-    return catalogs.needs_translation(" ".join(lit for lit, *_ in string.Formatter().parse(template)))
+    return catalogs.needs_translation(_literal(template))
 
 
 def _parsed(code: str) -> ast.Module | None:
@@ -113,18 +118,16 @@ def _in_order(tree: ast.AST) -> list[ast.AST]:
     return sorted(ast.walk(tree), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
 
 
+def print_lines(code: str) -> list[str]:
+    """Every template line the ``print`` calls of ``code`` write, in the order of the source, each once."""
+    tree = _parsed(code)
+    written = [call_template(n) for n in (_in_order(tree) if tree else ()) if isinstance(n, ast.Call)]
+    return list(dict.fromkeys(line for w in written if w for line in w.split("\n") if line.strip()))
+
+
 def code_templates(code: str) -> list[str]:
     """The worded template lines of every ``print`` in ``code``, in order, each once."""
-    tree = _parsed(code)
-    if tree is None:
-        return []
-    found: list[str] = []
-    for node in _in_order(tree):
-        written = call_template(node) if isinstance(node, ast.Call) else None
-        for line in (written or "").split("\n"):
-            if line.strip() and wants_translation(line) and line not in found:
-                found.append(line)
-    return found
+    return [line for line in print_lines(code) if wants_translation(line)]
 
 
 def code_strings(code: str) -> list[str]:
@@ -157,24 +160,17 @@ def _shown_code(page: str, root: Path) -> list[str]:
 
 def page_templates(page: str, root: Path = ROOT) -> list[str]:
     """The worded template lines of the page's printing code: each must be translated."""
-    found: list[str] = []
-    for code in _shown_code(page, root):
-        found += [t for t in code_templates(code) if t not in found]
-    return found
+    return list(dict.fromkeys(t for code in _shown_code(page, root) for t in code_templates(code)))
 
 
 def page_strings(page: str, root: Path = ROOT) -> list[str]:
     """What the page's catalog may translate besides its templates: the page's worded strings (values a line
     prints) and its print lines without words that still have text of their own, such as ``{} -> {}  {}``
     (so that the values they print can be translated; ``{} {}`` would match any line, and is not one)."""
-    lines = set(page_templates(page, root))
-    found = [s for code in _shown_code(page, root) for s in code_strings(code)]
-    for code in _shown_code(page, root):
-        tree = _parsed(code)
-        for node in ast.walk(tree) if tree else ():
-            written = call_template(node) if isinstance(node, ast.Call) else None
-            found += [line for line in (written or "").split("\n")
-                      if "".join(lit for lit, *_ in string.Formatter().parse(line)).strip()]
+    shown = _shown_code(page, root)
+    lines = {t for code in shown for t in code_templates(code)}
+    found = [s for code in shown for s in code_strings(code)]
+    found += [line for code in shown for line in print_lines(code) if _literal(line).strip()]
     return list(dict.fromkeys(s for s in found if s not in lines))
 
 
