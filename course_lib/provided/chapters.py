@@ -1,10 +1,11 @@
 """Find a chapter's checks by its number: spec in tests/specs/chNN.py, references in tests/reference/chNN.pt."""
 from __future__ import annotations
 
+import copy
 import importlib.util
 from pathlib import Path
 from types import ModuleType
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
@@ -50,12 +51,38 @@ def reference_path(chapter: str | int) -> Path:
     return LAYOUT.outputs_file(normalise(chapter))
 
 
-def load_reference_outputs(chapter: str | int) -> dict[str, Any]:
-    """The saved reference outputs: {case name: {"inputs", "expected", "mistakes"}}."""
+class _Copies(Mapping):
+    """A chapter's saved outputs, each case's read as a copy of its own (a probe that writes into its inputs changes
+    nothing a later case or caller reads)."""
+
+    def __init__(self, saved: dict[str, Any]) -> None:
+        self._saved = saved
+
+    def __getitem__(self, case: str) -> Any:
+        return copy.deepcopy(self._saved[case])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._saved)
+
+    def __len__(self) -> int:
+        return len(self._saved)
+
+
+# Each file is read once a process (unpickling one is half a second, and every case of a chapter asks for it), kept
+# with the size and time of the file it was read from, so that `course refs` is seen at once.
+_READ: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
+
+
+def load_reference_outputs(chapter: str | int) -> Mapping[str, Any]:
+    """The saved reference outputs: {case name: {"inputs", "expected", "mistakes"}}, each case a fresh copy."""
     path = reference_path(chapter)
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing; instructors regenerate it with `course refs`")
-    return torch.load(path, weights_only=True)
+    stat = path.stat()
+    key = (stat.st_mtime_ns, stat.st_size)
+    if path not in _READ or _READ[path][0] != key:
+        _READ[path] = (key, torch.load(path, weights_only=True))
+    return _Copies(_READ[path][1])
 
 
 def run_chapter(chapter: str | int, impl: Any, cases: list[str] | None = None) -> list[Result]:

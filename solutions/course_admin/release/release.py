@@ -20,9 +20,9 @@ release the file and, in autograde, copy it over a learner's own.
 A stub keeps the solution module's docstrings and argument checks; each solution block becomes a
 `raise NotImplementedError` naming the chapter, the function and the exercise (see stubs.py).
 
-nbgrader runs in a temporary course directory with its own gradebook and no Jupyter configuration
-(neither the repository's nbgrader_config.py nor the user's), so its output depends only on
-solutions/ and is the same, byte for byte, on every run.
+nbgrader runs in a temporary course directory, one process a language (exercises.py), with no gradebook and no
+Jupyter configuration (neither the repository's nbgrader_config.py nor the user's), so its output depends only
+on solutions/ and is the same, byte for byte, on every run.
 
 `--check` generates everything in a temporary directory, compares it with the tree, lists the stale
 files and exits 1 (0 when in sync); it never writes to the tree.
@@ -33,9 +33,7 @@ import argparse
 import filecmp
 import fnmatch
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -47,60 +45,8 @@ from ..intake.answers import auto_graded
 from .learner_tree import export_learner_tree
 from . import notebook_i18n
 from .notebook_facts import fill, filled_source
+from .exercises import IGNORE, NBGRADER_IGNORE, files_under as _files, generate_exercises
 from .stubs import ReleaseError, make_stub
-
-# nbgrader's default CourseDirectory.ignore, which the repository's nbgrader_config.py keeps: collect then
-# brings back every file a learner submits (their course_lib snapshot in course_submission/ included).
-NBGRADER_IGNORE = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
-# Files never copied to or compared in exercises/ (nbgrader's ignore list, plus editor junk).
-IGNORE = [*NBGRADER_IGNORE, ".DS_Store", "*~"]
-
-
-# ------------------------------------------------------------------ exercises with nbgrader
-def _ignored(name: str) -> bool:
-    return any(fnmatch.fnmatch(name, pattern) for pattern in IGNORE)
-
-
-def _files(folder: Path) -> dict[str, Path]:
-    """Relative posix path -> file, for every file under ``folder`` not ignored."""
-    found = {}
-    if folder.is_dir():
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = sorted(d for d in dirnames if not _ignored(d))
-            for name in sorted(filenames):
-                if not _ignored(name):
-                    path = Path(dirpath) / name
-                    found[path.relative_to(folder).as_posix()] = path
-    return found
-
-
-def generate_exercise(source: Path, dest: Path) -> None:
-    """Run nbgrader generate_assignment on one source folder and put the release in ``dest``."""
-    name = source.name
-    with tempfile.TemporaryDirectory(prefix="course-release-nbgrader-") as tmp, \
-            tempfile.TemporaryDirectory(prefix="course-release-tmpdir-") as its_tmp:
-        course = Path(tmp)
-        shutil.copytree(source, course / "source" / name, ignore=shutil.ignore_patterns(*IGNORE))
-        # nbgrader calls the `alembic` script by name: put this environment's scripts first on PATH.
-        # JUPYTER_NO_CONFIG makes jupyter_core create an empty config folder (jupyter-clean-cfg-*) with
-        # mkdtemp and never removes it: TMPDIR puts it in a temporary folder of ours, removed below.
-        scripts = str(Path(sys.executable).parent)
-        env = {**os.environ, "JUPYTER_NO_CONFIG": "1", "PYTHONHASHSEED": "0", "TMPDIR": its_tmp,
-               "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
-        command = [
-            sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force", "--log-level=ERROR",
-            f"--CourseDirectory.root={course}",
-            f"--CourseDirectory.db_url=sqlite:///{course / 'gradebook.db'}",
-        ]
-        done = subprocess.run(command, cwd=course, env=env, capture_output=True, text=True)
-        released = course / "release" / name
-        if done.returncode != 0 or not released.is_dir():
-            raise ReleaseError(f"nbgrader generate_assignment {name} failed (exit {done.returncode}):\n"
-                               f"{done.stdout}{done.stderr}".rstrip())
-        for rel, path in _files(released).items():
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
 
 
 # ------------------------------------------------------------------ build, write, compare
@@ -137,9 +83,9 @@ def edition_folders(lang: str, name: str) -> tuple[str, str]:
     return f"solutions/source_{lang}/{name}", f"exercises_{lang}/{name}"
 
 
-def build_edition(layout: Layout, source: Path, out: Path, lang: str) -> dict[str, Path]:
-    """The source and release of ``source``'s notebook in ``lang``; raises ReleaseError when its translation is
-    not in sync (notebook_i18n.translate)."""
+def build_edition(layout: Layout, source: Path, out: Path, lang: str) -> tuple[Path, Path]:
+    """The source notebook of ``source``'s edition in ``lang``, written under ``out``: (its folder, the folder its
+    release goes to). Raises ReleaseError when its translation is not in sync (notebook_i18n.translate)."""
     notebook_path = source / f"{source.name}.ipynb"
     english = json.loads(notebook_path.read_text(encoding="utf-8"))
     catalog = notebook_i18n.load(notebook_i18n.catalog_path(layout, lang, source.name))
@@ -153,9 +99,7 @@ def build_edition(layout: Layout, source: Path, out: Path, lang: str) -> dict[st
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target, "w", encoding="utf-8", newline="") as f:
         f.write(json.dumps(translated, indent=1, ensure_ascii=False) + "\n")
-    generate_exercise(target.parent, out / release_rel)
-    return {f"{source_rel}/{notebook_path.name}": target,
-            **{f"{release_rel}/{rel}": path for rel, path in _files(out / release_rel).items()}}
+    return target.parent, out / release_rel
 
 
 def build(layout: Layout, out: Path, behind: dict[str, str] | None = None) -> dict[str, Path]:
@@ -169,6 +113,7 @@ def build(layout: Layout, out: Path, behind: dict[str, str] | None = None) -> di
         with open(target, "w", encoding="utf-8", newline="") as f:
             f.write(make_stub(layout, solution))
         generated[rel] = target
+    batches: dict[str, dict[Path, Path]] = {lang: {} for lang in ("en", *notebook_i18n.EDITIONS)}
     for source in layout.exercise_sources():
         refuse_extra_files(layout, source)
         refuse_auto_graded(layout, source)
@@ -178,17 +123,23 @@ def build(layout: Layout, out: Path, behind: dict[str, str] | None = None) -> di
             with open(filled / notebook.name, "w", encoding="utf-8", newline="") as f:
                 f.write(filled_source(layout, notebook))
             generated[f"solutions/source/{source.name}/{notebook.name}"] = filled / notebook.name
-        dest = out / "exercises" / source.name
-        generate_exercise(filled, dest)
-        generated.update({f"exercises/{source.name}/{rel}": path for rel, path in _files(dest).items()})
+        batches["en"][filled] = out / "exercises" / source.name
         for lang in notebook_i18n.EDITIONS:
             try:
-                generated.update(build_edition(layout, source, out, lang))
+                edition, release_to = build_edition(layout, source, out, lang)
             except ReleaseError as err:
                 if behind is None:
                     raise
                 for folder in edition_folders(lang, source.name):
                     behind[folder] = str(err)
+                continue
+            batches[lang][edition] = release_to
+            generated[f"{edition_folders(lang, source.name)[0]}/{source.name}.ipynb"] = edition / f"{source.name}.ipynb"
+    generate_exercises(list(batches.values()))
+    for batch in batches.values():
+        for dest in batch.values():
+            rel_dest = dest.relative_to(out).as_posix()
+            generated.update({f"{rel_dest}/{rel}": path for rel, path in _files(dest).items()})
     return generated
 
 
@@ -279,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--lang is the learner tree's language (--learner-tree DIR); the exercise notebooks are "
                      f"released in English and in {', '.join(notebook_i18n.EDITIONS)} at every release (exercises_<lang>/)")
     layout = Layout(args.root.resolve())
+    if args.learner_tree is not None and args.learner_tree.exists() and (not args.learner_tree.is_dir()
+                                                                         or any(args.learner_tree.iterdir())):
+        print(f"course release: --learner-tree: {args.learner_tree} exists and is not empty; give a new folder",
+              file=sys.stderr)  # said before the release runs, as export_learner_tree would say it after
+        return 2
     try:
         with tempfile.TemporaryDirectory(prefix="course-release-") as tmp:
             behind: dict[str, str] = {}

@@ -12,7 +12,7 @@ import pytest
 
 from course_lib.provided.layout import REPO_ROOT
 
-from course_admin.release.release import generate_exercise
+from course_admin.release.exercises import generate_exercise
 
 
 def test_generating_an_exercise_leaves_no_jupyter_clean_cfg_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,140 @@
+"""The test suite's clock: what each test, file and tier costs, printed at the end of every run, and a guard
+against gross creep. A pytest plugin, loaded by pyproject.toml's ``addopts`` (``-p course_admin.measure.suite_times``).
+
+Tests are marked by what they pay for, and the tiers are made of the marks (``make test-quick`` deselects them all):
+
+    grading   a `course grade` run, a sandbox (bubblewrap) or the Docker-like Gradescope root
+    training  a model trained past a handful of steps
+    install   a fresh virtual environment (a learner tree set up from its own README)
+    hub       a real JupyterHub on loopback
+    book      the built book (browser, editions, accessibility): run by CI after `make book`
+    slow      over 10 s for another reason
+
+At the end of a run it prints the slowest tests (setup, call and teardown together: a shared fixture is paid by
+the first test that asks for it), each file's total, each mark's total, and the stage's wall time against its
+budget (``--stage NAME --stage-budget SECONDS``, set by the Makefile); ``--times-json PATH`` writes the same
+numbers for the README's table (``python -m course_admin.measure.suite_table``).
+
+The guard fails the run on gross creep only, so that a busy machine does not fail it:
+- a test outside ``slow`` whose own call takes over ``CALL_LIMIT_S`` seconds;
+- in the quick tier (``--stage quick``), a test that takes over ``CALL_LIMIT_S`` seconds, fixtures included
+  (a grading run or a training that slipped into the quick loop);
+- a stage that runs ``OVER`` (50%) past its budget.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+MARKS = {
+    "grading": "runs `course grade`, a sandbox (bubblewrap) or the Docker-like Gradescope root",
+    "training": "trains a model past a handful of steps",
+    "install": "builds a fresh virtual environment (a learner tree set up from its README)",
+    "hub": "starts a real JupyterHub on loopback",
+    "book": "needs the built book (browser, editions, accessibility): CI runs it after `make book`",
+}
+# The order a test is counted under when it carries several marks: the costliest thing it pays for.
+COST_ORDER = ("hub", "install", "grading", "training", "book", "slow")
+CALL_LIMIT_S = 30.0
+OVER = 1.5
+
+
+def cost_of(marks: set[str]) -> str:
+    """The one group a test's time is counted under: its costliest mark, or "quick"."""
+    return next((m for m in COST_ORDER if m in marks), "quick")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("suite_times", "the suite's clock (course_admin.measure.suite_times)")
+    group.addoption("--stage", default="", help="the stage this run is (quick, test, book): named in the summary")
+    group.addoption("--stage-budget", type=float, default=0.0,
+                    help="the stage's budget in seconds: the run fails when it takes 50%% longer (0: no budget)")
+    group.addoption("--times-json", default="", help="write every test's time, and the stage's, to this file")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, what in MARKS.items():
+        config.addinivalue_line("markers", f"{name}: {what}")
+    config.pluginmanager.register(Clock(config), "suite_times_clock")
+
+
+class Clock:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.started = time.monotonic()
+        self.seconds: dict[str, float] = defaultdict(float)   # nodeid -> setup + call + teardown
+        self.calls: dict[str, float] = defaultdict(float)     # nodeid -> call alone
+        self.marks: dict[str, set[str]] = {}
+        self.problems: list[str] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seconds[report.nodeid] += report.duration
+        if report.when == "call":
+            self.calls[report.nodeid] += report.duration
+        self.marks.setdefault(report.nodeid, {k for k in report.keywords if k in MARKS or k == "slow"})
+
+    def wall(self) -> float:
+        return time.monotonic() - self.started
+
+    def check(self) -> list[str]:
+        """The guard's findings: each a line naming the test or the stage and the limit it passed."""
+        stage, budget = self.config.getoption("stage"), self.config.getoption("stage_budget")
+        found = []
+        for nodeid, seconds in self.seconds.items():
+            marks = self.marks.get(nodeid, set())
+            if stage == "quick" and seconds > CALL_LIMIT_S:
+                found.append(f"{nodeid}: {seconds:.0f} s in the quick tier (over {CALL_LIMIT_S:.0f} s): mark what "
+                             f"it pays for ({', '.join(MARKS)}) or make it cheaper")
+            elif "slow" not in marks and self.calls.get(nodeid, 0.0) > CALL_LIMIT_S:
+                found.append(f"{nodeid}: its call took {self.calls[nodeid]:.0f} s (over {CALL_LIMIT_S:.0f} s) "
+                             "without the slow mark")
+        if budget and self.wall() > OVER * budget:
+            found.append(f"stage {stage or '(unnamed)'}: {self.wall():.0f} s, over {OVER:g} x its budget of "
+                         f"{budget:.0f} s")
+        return found
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if not self.seconds or hasattr(self.config, "workerinput"):  # a pytest-xdist worker: its controller counts
+            return
+        self.problems = self.check()
+        if self.problems and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        path = self.config.getoption("times_json")
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(json.dumps({
+                "stage": self.config.getoption("stage"), "budget_s": self.config.getoption("stage_budget"),
+                "wall_s": round(self.wall(), 1),
+                "tests": {n: {"seconds": round(s, 2), "call": round(self.calls.get(n, 0.0), 2),
+                              "marks": sorted(self.marks.get(n, ()))} for n, s in self.seconds.items()},
+            }, indent=1) + "\n", encoding="utf-8")
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.seconds or hasattr(self.config, "workerinput"):
+            return
+        write = terminalreporter.write_line
+        terminalreporter.section("the suite's clock (course_admin.measure.suite_times)")
+        total = sum(self.seconds.values())
+        write(f"slowest tests (of {len(self.seconds)}, {total:.0f} s of test time in all):")
+        for nodeid, seconds in sorted(self.seconds.items(), key=lambda kv: -kv[1])[:15]:
+            write(f"  {seconds:7.1f} s  [{cost_of(self.marks.get(nodeid, set()))}] {nodeid}")
+        by_file: dict[str, float] = defaultdict(float)
+        by_cost: dict[str, list[float]] = defaultdict(list)
+        for nodeid, seconds in self.seconds.items():
+            by_file[nodeid.split("::")[0]] += seconds
+            by_cost[cost_of(self.marks.get(nodeid, set()))].append(seconds)
+        write("slowest files:")
+        for name, seconds in sorted(by_file.items(), key=lambda kv: -kv[1])[:10]:
+            write(f"  {seconds:7.1f} s  {name}")
+        write("by what a test pays for: " + ", ".join(
+            f"{cost} {sum(times):.0f} s ({len(times)})" for cost, times in sorted(by_cost.items(), key=lambda kv: -sum(kv[1]))))
+        stage, budget = self.config.getoption("stage"), self.config.getoption("stage_budget")
+        write(f"stage {stage or '(unnamed)'}: {self.wall():.0f} s wall"
+              + (f", budget {budget:.0f} s (fails past {OVER * budget:.0f} s)" if budget else ""))
+        for line in self.problems:
+            terminalreporter.write_line(f"CREEP: {line}", red=True, bold=True)
