@@ -10,7 +10,7 @@ FORCE ?=
 RUN ?=
 NO_MODEL ?=
 
-.PHONY: install book test release refs check submit lab clean
+.PHONY: install book test test-quick test-book release refs check submit lab clean
 
 $(BIN)/course: pyproject.toml constraints-cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,7 @@ install: $(BIN)/course $(HUB_PROXY) $(AXE_JS)  ## create .venv and install the c
 book: install  ## build the book, English and Chinese, every page executed; warnings are errors
 	@test -d solutions/course_ref || { echo "The book runs the reference implementation, which only the instructor's repository has: read the published book."; exit 1; }
 	# everything but the execution cache: pages run again only where their code or the course's sources changed
-	if [ -d _build ]; then find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache -exec rm -rf {} +; fi
+	if [ -d _build ]; then find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache ! -name test-times -exec rm -rf {} +; fi
 	@mkdir -p _build; bash -o pipefail -c 'start=$$(date +%s); $(BIN)/jupyter-book build . --warningiserror --keep-going --path-output . 2>&1 | tee _build/book.log; rc=$$?; \
 	  echo "make book: $$(( $$(date +%s) - start )) s, $$(grep -c "Executed notebook in" _build/book.log) page(s) executed, the others from the cache"; \
 	  grep -o "[^/]*\.md: Executed notebook in [0-9.]* seconds" _build/book.log | sort -k5 -rn | head -4 | sed "s/^/  /"; exit $$rc'
@@ -51,8 +51,21 @@ book: install  ## build the book, English and Chinese, every page executed; warn
 	@$(BIN)/python -m course_admin.book.editions
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html (中文版: file://$(CURDIR)/_build/html/zh/index.html)"
 
-test: install  ## run the whole test suite against the reference implementation
-	$(BIN)/python -m pytest
+# The test tiers (solutions/course_admin/measure/suite_times.py marks what a test pays for; each run prints where its
+# time went and fails on gross creep: a stage 50% over its budget, a test outside `slow` over 30 s). Two workers
+# (pytest-xdist), a file's tests on one of them; WORKERS=0 runs in this process alone.
+WORKERS ?= 2
+XDIST = $(if $(filter 0,$(WORKERS)),-p no:xdist,-n $(WORKERS) --dist loadgroup)
+QUICK := not (grading or training or install or hub or book or slow)
+
+test: install  ## the whole suite but the built book's tests (what CI runs): under 15 minutes on 2 cores
+	$(BIN)/python -m pytest $(XDIST) -m "not book" --stage test --stage-budget 900 --times-json _build/test-times/test.json
+
+test-quick: install  ## the quick loop: the chapters' checks, the reference, release sync, units; under 2 minutes
+	$(BIN)/python -m pytest $(XDIST) -m "$(QUICK)" --stage quick --stage-budget 120 --times-json _build/test-times/quick.json
+
+test-book: install  ## after make book: the built book in a browser, both editions, accessibility; under 4 minutes
+	COURSE_REQUIRE_BOOK=1 $(BIN)/python -m pytest $(XDIST) -m book --stage book --stage-budget 240 --times-json _build/test-times/book.json
 
 release: install  ## regenerate course_lib stubs and exercises/ from solutions/
 	$(BIN)/course release

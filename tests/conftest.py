@@ -16,6 +16,10 @@ from course_lib.provided.loader import load_impl
 DEFAULT_IMPL = "reference" if (LAYOUT.reference / "__init__.py").is_file() else "learner"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "training: trains a small model for a few seconds")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--impl", choices=["reference", "learner"], default=DEFAULT_IMPL,
                      help=f"which course_lib the public chapter checks run on (default here: {DEFAULT_IMPL})")

@@ -165,6 +165,7 @@ def test_greedy_decoding_stops_where_the_successor_model_says(impl) -> None:
 
 
 # ---------------------------------------------------------------- the pieces together
+@pytest.mark.training  # trains to a bar
 def test_a_tiny_transformer_learns_to_reverse_through_the_harness(impl, tmp_path) -> None:
     """Teacher forcing + label smoothing + the Noam schedule, through the provided harness, learn to reverse
     sequences of 4 tokens in 300 steps (about 10 s on one core); greedy decoding then gets most right."""

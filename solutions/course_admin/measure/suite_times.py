@@ -24,6 +24,8 @@ The guard fails the run on gross creep only, so that a busy machine does not fai
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -56,7 +58,47 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--times-json", default="", help="write every test's time, and the stage's, to this file")
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With pytest-xdist's ``--dist loadgroup`` (``make test``): a file's tests go to one worker, so that its module
+    fixtures are paid once, unless the file names a group of its own (``xdist_group``: files that share a session
+    fixture, or must not run beside each other). Runs before xdist's own hook, which reads the groups."""
+    if getattr(config.option, "loadgroup", False) or getattr(config.option, "dist", "no") == "loadgroup":
+        for item in items:
+            if item.get_closest_marker("xdist_group") is None:
+                item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _test_id(nodeid: str) -> str:
+    """The test's id without the ``@group`` xdist adds to it under ``--dist loadgroup``."""
+    return re.sub(r"@[^\]@:]*$", "", nodeid)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The test's marks, carried by its reports (a worker's reports reach the controller with their properties;
+    their ``keywords`` also hold the names of the folders above the test, some of which are marks' names)."""
+    if not any(key == "suite_marks" for key, _ in item.user_properties):
+        found = sorted({m.name for m in item.iter_markers()} & (set(MARKS) | {"slow"}))
+        item.user_properties.append(("suite_marks", found))
+
+
+def _share_the_cores(config: pytest.Config) -> None:
+    """On a pytest-xdist worker: torch's threads, and those of the processes the tests start, are the worker's share
+    of the cores. Each worker's torch would otherwise take every core, and two of them on two cores run a matrix
+    product several times slower than one (a beam search test: 4 s alone, 18 s so)."""
+    workers = int(config.workerinput.get("workercount", 1))  # type: ignore[attr-defined]
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, str(threads))
+    import torch
+
+    torch.set_num_threads(threads)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        _share_the_cores(config)
     for name, what in MARKS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
     config.pluginmanager.register(Clock(config), "suite_times_clock")
@@ -72,10 +114,13 @@ class Clock:
         self.problems: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.seconds[report.nodeid] += report.duration
+        test = _test_id(report.nodeid)
+        self.seconds[test] += report.duration
         if report.when == "call":
-            self.calls[report.nodeid] += report.duration
-        self.marks.setdefault(report.nodeid, {k for k in report.keywords if k in MARKS or k == "slow"})
+            self.calls[test] += report.duration
+        marks = next((value for key, value in report.user_properties if key == "suite_marks"), None)
+        if marks is not None:
+            self.marks[test] = set(marks)
 
     def wall(self) -> float:
         return time.monotonic() - self.started

@@ -21,6 +21,8 @@ from course_lib.provided.layout import REPO_ROOT
 
 from .built_book import BOOK, need, need_browser
 
+pytestmark = [pytest.mark.book]
+
 PIXEL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ"
          "RU5ErkJggg==")
 PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{name}</title>

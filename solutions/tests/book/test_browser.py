@@ -18,6 +18,8 @@ from course_admin.book import browser_check, cjk_font
 
 from .built_book import BOOK, need as _need, need_browser
 
+pytestmark = [pytest.mark.book]
+
 
 def _no_system_cjk_font() -> bool:
     try:

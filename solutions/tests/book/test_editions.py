@@ -19,6 +19,8 @@ import pytest
 from course_admin.book import browser_check, catalogs, cjk_font, language, outputs
 from course_lib.provided.layout import REPO_ROOT
 
+pytestmark = [pytest.mark.book]
+
 BOOK = Path(os.environ.get("COURSE_BOOK_HTML") or REPO_ROOT / "_build" / "html")
 ZH = BOOK / language.SUBFOLDER
 REQUIRED = bool(os.environ.get("COURSE_REQUIRE_BOOK"))

@@ -20,6 +20,8 @@ from course_lib.provided.loader import load_impl
 
 from .test_training import one_thread  # noqa: F401 - autouse: tiny models, one thread
 
+pytestmark = [pytest.mark.training]
+
 
 @pytest.fixture
 def out(tmp_path: Path) -> Path:

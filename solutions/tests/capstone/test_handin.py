@@ -22,6 +22,8 @@ from course_lib.provided.capstone.run import main
 from course_lib.provided.capstone.baselines import BASELINES
 from .test_training import one_thread  # noqa: F401 - autouse: tiny models, one thread
 
+pytestmark = [pytest.mark.training]
+
 
 def weights_path(submission: Path) -> Path:
     return submission / handin.FOLDER / handin.WEIGHTS

@@ -27,6 +27,9 @@ from course_lib.provided.layout import LAYOUT
 
 from .test_training import one_thread  # noqa: F401 - autouse: one thread
 
+pytestmark = [pytest.mark.grading, pytest.mark.training,
+              pytest.mark.xdist_group("capstone_quick_run")]  # conftest.py's quick_run: trained once, on one worker
+
 REPO = LAYOUT.root
 RECORDS = sorted((REPO / "book" / "data").glob("capstone_cpu*.json"))
 
@@ -64,9 +67,9 @@ def weak(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def strong(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real quick-preset run (600 steps of 64, about two minutes on one thread): what a learner hands in."""
-    return _run(tmp_path_factory.mktemp("strong"), steps=600)
+def strong(quick_run: Path) -> Path:
+    """A real quick-preset run (600 steps of 64, a few minutes on one thread; conftest.py): what a learner hands in."""
+    return quick_run
 
 
 def rows_of(folder: Path):

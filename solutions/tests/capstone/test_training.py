@@ -26,6 +26,8 @@ from course_lib.provided.checkpoints import latest_checkpoint, list_checkpoints,
 from course_lib.provided.runtime import ProcessContext, seed_everything, shard_groups
 from course_lib.provided.training import TrainConfig, TrainResult, train, warmup_cosine
 
+pytestmark = [pytest.mark.training]
+
 REPO = Path(__file__).resolve().parents[2]
 # 24 points of a linearly separable task; batches of 8: 3 batches an epoch, so 6 steps cross an epoch boundary
 POINTS = torch.randn(24, 4, generator=torch.Generator().manual_seed(0))

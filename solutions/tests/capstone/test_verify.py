@@ -23,7 +23,12 @@ from course_lib.provided.capstone import data, handin
 from .test_trained import RECORDS, _run, submission
 from .test_training import one_thread  # noqa: F401 - autouse: one thread
 
-pytestmark = pytest.mark.skipif(not cold.bwrap_works()[0], reason="verify runs under bubblewrap only")
+pytestmark = [
+    pytest.mark.skipif(not cold.bwrap_works()[0], reason="verify runs under bubblewrap only"),
+    pytest.mark.grading,
+    pytest.mark.training,
+    pytest.mark.xdist_group("capstone_quick_run"),  # conftest.py's quick_run: trained once, on one worker
+]
 
 
 @pytest.fixture(scope="module")
@@ -181,10 +186,10 @@ def test_the_leaderboard_shows_each_verdict_beside_its_weights(short: Path, long
 
 
 @pytest.mark.slow
-def test_a_whole_quick_run_fits_the_limits_and_is_verified(tmp_path: Path) -> None:
-    """The quick preset as a learner runs it (600 steps of 64; evaluated at 200, 400 and 600): re-run in the
-    sandbox under the default --timeout, it lands where the hand-in does."""
-    run = _run(tmp_path / "quick", steps=600)
+def test_a_whole_quick_run_fits_the_limits_and_is_verified(quick_run: Path, tmp_path: Path) -> None:
+    """The quick preset as a learner runs it (600 steps of 64; evaluated at 200, 400 and 600; conftest.py): re-run
+    in the sandbox under the default --timeout, it lands where the hand-in does."""
+    run = quick_run
     verdict = verify.verify(Reader(submission(tmp_path, "quinn", run)), work=tmp_path)
     assert verdict.status == "verified", verdict.message
     assert verdict.submitted >= handin.BAR and abs(verdict.rerun - verdict.submitted) <= verify.TOLERANCE

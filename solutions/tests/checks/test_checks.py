@@ -57,6 +57,7 @@ def test_known_mistake_loses_points_with_its_own_message(chapter: str, mistake: 
     assert chapters.load_spec(chapter).MISTAKES[mistake] in named[0].message
 
 
+@pytest.mark.slow  # every known-wrong variant of a chapter run again: seconds a chapter
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_a_diagnosis_is_given_only_with_its_evidence(chapter: str) -> None:
     """Issue 18: no message claims a mistake its own evidence does not show. A known-wrong variant's results may
@@ -74,6 +75,7 @@ def test_every_declared_mistake_has_a_variant(chapter: str) -> None:
     assert set(chapters.load_spec(chapter).MISTAKES) == set(wrong_impls(chapter))
 
 
+@pytest.mark.slow  # every known-wrong variant of a chapter run again: seconds a chapter
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_committed_reference_outputs_match_a_fresh_regeneration(chapter: str) -> None:
     committed = chapters.load_reference_outputs(chapter)
@@ -88,6 +90,7 @@ def test_committed_reference_outputs_match_a_fresh_regeneration(chapter: str) ->
         assert sorted(committed[case]["mistakes"]) == sorted(saved["mistakes"])
 
 
+@pytest.mark.slow  # `course check` in processes of its own
 def test_course_check_cli_exit_code_and_json() -> None:
     ok = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "check", "ch02", "--impl", "reference", "--json"],
                         capture_output=True, text=True, cwd=REPO_ROOT)
@@ -98,6 +101,7 @@ def test_course_check_cli_exit_code_and_json() -> None:
     assert stub.returncode == 1 and "not implemented yet" in stub.stdout and re.search(r"\b0 ?/ ?16\b", stub.stdout)
 
 
+@pytest.mark.slow  # `course check` in processes of its own
 def test_course_check_rejects_an_unknown_chapter() -> None:
     bad = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "check", "ch99"],
                          capture_output=True, text=True, cwd=REPO_ROOT)

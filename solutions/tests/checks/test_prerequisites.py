@@ -23,6 +23,8 @@ import pytest
 
 from course_lib.provided.layout import LAYOUT, REPO_ROOT, chapter_facts, prerequisites
 
+pytestmark = [pytest.mark.grading]
+
 REFERENCE_02 = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
 SCALE = next(line.split("#")[0].strip() for line in REFERENCE_02.splitlines() if "/ math.sqrt(" in line)
 WRONG_02 = REFERENCE_02.replace(SCALE, SCALE.replace(" / math.sqrt(d_k)", ""))  # the √d_k scale left out

@@ -28,6 +28,8 @@ from course_lib.provided.loader import load_impl
 
 from course_admin.grading.plan import hidden_cases
 
+pytestmark = [pytest.mark.grading]
+
 CHAPTERS = chapters.available()
 # calls that compare values; comparison operators are found as ast.Compare (``is`` and ``in`` are allowed:
 # identity and membership cannot be replaced by learner code, and decide only what the learner wrote)

@@ -22,6 +22,8 @@ from course_admin.records.rows import GradeRow
 from course_lib.provided import chapters
 from course_lib.provided.layout import REPO_ROOT
 
+pytestmark = [pytest.mark.grading]
+
 MISTAKES = dict(chapters.load_spec("02").MISTAKES)
 PUBLIC = [c.name for c in chapters.load_spec("02").CASES]
 HIDDEN = [f"hidden case {k}" for k in range(1, 9)]

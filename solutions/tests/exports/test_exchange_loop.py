@@ -26,6 +26,8 @@ from course_lib.provided.layout import REPO_ROOT
 
 from .. import planted
 
+pytestmark = [pytest.mark.grading]
+
 ASSIGNMENT, ANSWER, COURSE = "ch02_attention", "answer-sqrt-dk", "tfs"
 SOURCE = REPO_ROOT / "solutions" / "source" / ASSIGNMENT
 BIN = str(Path(sys.executable).parent)

@@ -32,6 +32,8 @@ from course_lib.provided.layout import REPO_ROOT
 from .. import planted
 from . import docker_like
 
+pytestmark = [pytest.mark.grading]
+
 VISIBILITY = {"enum": ["hidden", "after_due_date", "after_published", "visible"]}
 FORMAT = {"enum": ["text", "html", "simple_format", "md", "ansi"]}
 # Gradescope's autograder specification, "Output format" (gradescope-autograders.readthedocs.io/en/latest/specs/)

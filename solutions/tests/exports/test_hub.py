@@ -32,6 +32,8 @@ from course_lib.provided.layout import REPO_ROOT
 from .. import planted
 from .hub_machine import Hub, missing
 
+pytestmark = [pytest.mark.hub]
+
 COURSE, ASSIGNMENT, ANSWER = "tfs", "ch02_attention", "answer-sqrt-dk"
 SOURCE = REPO_ROOT / "solutions" / "source" / ASSIGNMENT
 FG = f"/services/{COURSE}/formgrader/api"

@@ -24,8 +24,11 @@ from course_lib.provided.layout import LAYOUT
 
 from .. import planted as plant
 
-pytestmark = pytest.mark.skipif(not (LAYOUT.root / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
-                                reason="the grader ships only with the instructor's repository")
+pytestmark = [
+    pytest.mark.skipif(not (LAYOUT.root / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
+                       reason="the grader ships only with the instructor's repository"),
+    pytest.mark.grading,
+]
 HOGS = 3 * (os.cpu_count() or 1)  # spinning processes beside the grader: three a core
 TIMEOUT = 4  # s of CPU per chapter: a correct chapter 02 needs well under 1 s of CPU in the warm sandbox
 

@@ -14,7 +14,10 @@ import pytest
 from course_lib.provided.layout import LAYOUT
 
 FILES = {"02": ["attention.py"], "03": ["attention.py", "multihead.py"]}
-pytestmark = pytest.mark.skipif(not (LAYOUT.reference / "multihead.py").is_file(), reason="chapter 03 is not built")
+pytestmark = [
+    pytest.mark.skipif(not (LAYOUT.reference / "multihead.py").is_file(), reason="chapter 03 is not built"),
+    pytest.mark.grading,
+]
 
 
 def write_zip(path: Path, modules: list[str]) -> None:

@@ -26,8 +26,11 @@ from .. import planted as plant
 from .. import planted_holes as holes
 
 REPO = LAYOUT.root
-pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
-                                reason="the grader ships only with the instructor's repository")
+pytestmark = [
+    pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
+                       reason="the grader ships only with the instructor's repository"),
+    pytest.mark.grading,
+]
 
 BWRAP = procs.bwrap_works()[0] and os.environ.get(procs.SWITCH) != "rlimits"
 

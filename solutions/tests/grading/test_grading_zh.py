@@ -15,8 +15,11 @@ from .test_grading import course, grade_args
 
 ZH = json.loads((LAYOUT.course_lib / "provided" / "locale" / "zh_CN.json").read_text(encoding="utf-8"))
 LEARNERS = ("correct", "wrong_values", "big_negative", "syntax_error")
-pytestmark = pytest.mark.skipif(not (LAYOUT.solutions / "course_admin" / "grading" / "grade.py").is_file(),
-                                reason="the grader ships only with the instructor's repository")
+pytestmark = [
+    pytest.mark.skipif(not (LAYOUT.solutions / "course_admin" / "grading" / "grade.py").is_file(),
+                       reason="the grader ships only with the instructor's repository"),
+    pytest.mark.grading,
+]
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,11 @@ from course_lib.provided.layout import LAYOUT
 
 from .. import planted
 
-pytestmark = pytest.mark.skipif(not (LAYOUT.root / "solutions" / "hidden" / "ch02.py").is_file(),
-                                reason="the hidden cases ship only with the instructor's repository")
+pytestmark = [
+    pytest.mark.skipif(not (LAYOUT.root / "solutions" / "hidden" / "ch02.py").is_file(),
+                       reason="the hidden cases ship only with the instructor's repository"),
+    pytest.mark.grading,
+]
 
 READER = '''
 

@@ -24,6 +24,8 @@ from course_admin.sandbox import cold
 from ..checks.test_messages_blame import (EVAL_EXCLUDED, FILL_1E9, NOTE_02, OUTPUT_DROPOUT, STD_EPS_OUTSIDE, TRAINING_03,
                                           UNBIASED, planted_files)
 
+pytestmark = [pytest.mark.grading]
+
 EXPLAINED = "Explained by the mistake named in '{}': fix that first."
 
 

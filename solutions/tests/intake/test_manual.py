@@ -19,6 +19,8 @@ import pytest
 
 from course_lib.provided.layout import REPO_ROOT
 
+pytestmark = [pytest.mark.grading]
+
 REFERENCE = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
 RELEASED = REPO_ROOT / "exercises" / "ch02_attention" / "ch02_attention.ipynb"
 ANSWER = "answer-sqrt-dk"

@@ -18,6 +18,8 @@ import pytest
 from course_admin.measure import bench_encoder
 from course_lib.provided.layout import LAYOUT
 
+pytestmark = [pytest.mark.grading, pytest.mark.training]
+
 SAFETY_S = 1800
 
 

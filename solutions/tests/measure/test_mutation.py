@@ -14,6 +14,8 @@ from course_lib.provided import chapters
 from course_admin.measure import mutation as mutation_score
 from course_lib.provided.layout import chapter_facts
 
+pytestmark = [pytest.mark.slow]
+
 CHAPTERS = chapters.available()
 
 

@@ -11,7 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from course_lib.provided.layout import REPO_ROOT
+
+pytestmark = [pytest.mark.grading]
 
 REFERENCE = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
 

@@ -23,6 +23,8 @@ from course_admin.release.release import main as release
 from course_lib.provided import syllabus
 from course_lib.provided.layout import LAYOUT, REPO_ROOT, modules_for
 
+pytestmark = [pytest.mark.install]
+
 REFERENCE = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 
 

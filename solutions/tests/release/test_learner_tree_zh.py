@@ -18,6 +18,8 @@ from course_lib.provided.layout import LAYOUT, REPO_ROOT
 
 from .test_learner_tree import REFERENCE, setup_commands, sh
 
+pytestmark = [pytest.mark.install]
+
 ZH = json.loads((REPO_ROOT / "course_lib" / "provided" / "locale" / "zh_CN.json").read_text(encoding="utf-8"))
 
 

@@ -52,6 +52,7 @@ def test_make_lab_allows_root_only_for_root_and_says_so(makefile: Path, fake_bin
     assert ("--allow-root" in by_default) == (os.geteuid() == 0)
 
 
+@pytest.mark.slow  # starts jupyter
 def test_this_jupyter_knows_allow_root() -> None:
     jupyter = REPO_ROOT / ".venv" / "bin" / "jupyter"
     if not jupyter.is_file():

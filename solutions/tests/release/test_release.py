@@ -62,6 +62,7 @@ def copy_of_repo(dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow  # three releases of a copy
 def test_check_finds_planted_stale_files_and_release_fixes_them(tmp_path, capsys):
     repo_before = snapshot(REPO_ROOT)
     root = copy_of_repo(tmp_path / "repo")
@@ -96,6 +97,7 @@ def test_check_finds_planted_stale_files_and_release_fixes_them(tmp_path, capsys
     assert snapshot(REPO_ROOT) == repo_before, "a test on a copy changed the repository"
 
 
+@pytest.mark.slow  # three releases of a copy
 def test_an_english_change_without_its_translation_leaves_the_chinese_edition_behind(tmp_path, capsys):
     root = copy_of_repo(tmp_path / "repo")
     source = root / "solutions" / "source" / "ch02_attention" / "ch02_attention.ipynb"
@@ -305,6 +307,7 @@ def run_source_notebook(tmp_path: Path, attention_source: str, monkeypatch) -> d
     return {cell.id: [o for o in cell.outputs if o.output_type == "error"] for cell in nb.cells if cell.cell_type == "code"}
 
 
+@pytest.mark.slow  # a kernel runs the notebook
 def test_source_notebook_passes_with_the_reference(tmp_path, monkeypatch):
     reference = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
     errors = run_source_notebook(tmp_path, reference, monkeypatch)

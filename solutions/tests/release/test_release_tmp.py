@@ -15,6 +15,7 @@ from course_lib.provided.layout import REPO_ROOT
 from course_admin.release.exercises import generate_exercise
 
 
+@pytest.mark.slow  # an nbgrader process
 def test_generating_an_exercise_leaves_no_jupyter_clean_cfg_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     scratch = tmp_path / "tmp"
     scratch.mkdir()

@@ -25,8 +25,11 @@ from .. import planted as plant
 from .. import planted_results as hostile
 
 REPO = LAYOUT.root
-pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
-                                reason="the grader ships only with the instructor's repository")
+pytestmark = [
+    pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
+                       reason="the grader ships only with the instructor's repository"),
+    pytest.mark.grading,
+]
 SOFT_AS = 6 * 1024**3  # the process that reads a frame: a bomb that got through fails here, not on the machine
 
 

@@ -30,8 +30,11 @@ from .. import planted as plant
 from .. import planted_results as hostile
 
 REPO = LAYOUT.root
-pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
-                                reason="the grader ships only with the instructor's repository")
+pytestmark = [
+    pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "grading" / "grade.py").is_file(),
+                       reason="the grader ships only with the instructor's repository"),
+    pytest.mark.grading,
+]
 SOFT_AS = 6 * 1024**3  # every process of the run: a bomb that got through fails here, not on the machine
 PEAK_RSS = 1024**3  # no process of a run grows past this (about 360 MiB here; a loaded bomb frame is 2 GB)
 MEASURED = ("import resource, subprocess, sys\n"

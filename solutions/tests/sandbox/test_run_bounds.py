@@ -29,6 +29,8 @@ from .. import planted as plant
 from .. import sandbox_runs
 from ..sandbox_runs import warm_cls  # noqa: F401, F811 - the fixture
 
+pytestmark = [pytest.mark.grading]
+
 REPO = LAYOUT.root
 MIB = 1 << 20
 DISK_MIB = 384
@@ -155,6 +157,7 @@ def test_a_hog_sees_a_pipe_not_the_graders_paths(small_disk):
         assert str(small_disk["disk"]) not in text and "course_grade_" not in text, text
 
 
+LIMIT_S = 300  # a chapter's time limit here: far above what the work takes, however busy the machine
 LINGERER = '''
 import os as _os, threading as _threading
 
@@ -185,8 +188,8 @@ def _rows(tmp_path: Path, name: str, code: str):
     work = Path(tempfile.mkdtemp(prefix="bounds_"))
     began = time.monotonic()
     try:
-        rows = grade.course_lib_rows(Reader(tmp_path / name), ["02"], Options(isolation=cold.detect(), timeout_s=60,
-                                     notebooks=False), work)["02"]
+        rows = grade.course_lib_rows(Reader(tmp_path / name), ["02"], Options(
+            isolation=cold.detect(), timeout_s=LIMIT_S, notebooks=False), work)["02"]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return [(r.component, r.status, r.message) for r in rows], time.monotonic() - began
@@ -205,7 +208,7 @@ def _rows_rlimits(tmp_path: Path, name: str, code: str):
     lines = ["set -e", *docker_like.opening([REPO], scratch), 'exec "$@"']
     argv = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", "\n".join(lines), "sh",
             sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out", str(tmp_path / f"out_{name}"),
-            "--timeout", "60", "--chapters", "ch02", "--isolation", "rlimits", "--trust-learners"]
+            "--timeout", str(LIMIT_S), "--chapters", "ch02", "--isolation", "rlimits", "--trust-learners"]
     began = time.monotonic()
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     took = time.monotonic() - began
@@ -237,11 +240,13 @@ def test_a_run_that_lingers_after_its_last_case_is_stopped_then(tmp_path: Path, 
     finally:
         warm.shutdown()
     print(f"{isolation}: an honest learner {honest_s:.1f} s, one that lingers {lingering_s:.1f} s "
-          f"(ratio {lingering_s / honest_s:.2f}; the time limit is 60 s a chapter, two phases)")
+          f"(ratio {lingering_s / honest_s:.2f}; the time limit is {LIMIT_S} s a chapter, two phases)")
     assert all(status == "pass" for _, status, _ in honest), [r for r in honest if r[1] != "pass"]
     scored = [r for r in lingering if r[0] != "built from scratch"]
     assert all(status == "pass" for _, status, _ in scored), [r for r in scored if r[1] != "pass"]
-    assert lingering_s < honest_s + 30, f"the lingering run held the worker {lingering_s:.0f} s (its time limit)"
+    # held, the run would end at its time limit; stopped after its last case, it ends when its work is done, that
+    # work slowed by the spinning threads it shares its interpreter with (3.5 times here, and more on a busy machine)
+    assert lingering_s < LIMIT_S / 2, f"the lingering run held the worker {lingering_s:.0f} s (its time limit)"
 
 
 DAEMON = '''

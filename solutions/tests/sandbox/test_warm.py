@@ -24,8 +24,11 @@ from course_lib.provided.layout import LAYOUT
 from ..sandbox_runs import CLEAN, SHARED_NAMESPACES, UNFILTERED, clean_view, planted_zygote, run, warm_cls  # noqa: F401
 
 REPO = LAYOUT.root
-pytestmark = pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "sandbox" / "warm.py").is_file(),
-                                reason="the grader ships only with the instructor's repository")
+pytestmark = [
+    pytest.mark.skipif(not (REPO / "solutions" / "course_admin" / "sandbox" / "warm.py").is_file(),
+                       reason="the grader ships only with the instructor's repository"),
+    pytest.mark.grading,
+]
 
 LEAVES_EVERYTHING = '''
 import ctypes, os, time
