@@ -8,7 +8,7 @@ Tests are marked by what they pay for, and the tiers are made of the marks (``ma
     install   a fresh virtual environment (a learner tree set up from its own README)
     hub       a real JupyterHub on loopback
     book      the built book (browser, editions, accessibility): run by CI after `make book`
-    slow      over 10 s for another reason
+    slow      over 10 s (whatever it pays for; a test whose call takes over 30 s must carry it)
 
 At the end of a run it prints the slowest tests (setup, call and teardown together: a shared fixture is paid by
 the first test that asks for it), each file's total, each mark's total, and the stage's wall time against its
@@ -101,6 +101,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _share_the_cores(config)
     for name, what in MARKS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
+    if not config.pluginmanager.hasplugin("xdist"):  # run without workers (-p no:xdist): the groups still read
+        config.addinivalue_line("markers", "xdist_group(name): tests that share a worker under pytest-xdist")
     config.pluginmanager.register(Clock(config), "suite_times_clock")
 
 

@@ -14,7 +14,7 @@ from course_lib.provided.layout import LAYOUT
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     """A copy of what the digest reads, to edit."""
-    for pattern in course_sources.SOURCES:
+    for pattern in (*course_sources.SOURCES, "solutions/course_admin/**/*.py", "book/*.md"):
         for path in LAYOUT.root.glob(pattern):
             if path.is_file() and "__pycache__" not in path.parts:
                 target = tmp_path / path.relative_to(LAYOUT.root)
@@ -35,13 +35,39 @@ def test_the_digest_is_the_repositorys_and_is_stable(tree: Path) -> None:
 
 @pytest.mark.parametrize("edited", ["tests/specs/ch02.py", "solutions/course_ref/attention.py",
                                     "course_lib/provided/capstone/data.py", "solutions/mistakes/ch08_seed000.py",
-                                    "tests/reference/ch07.pt", "book/_code/beam.py",
-                                    "solutions/course_admin/grading/trained.py"])
+                                    "tests/reference/ch07.pt", "book/_code/beam.py"])
 def test_editing_any_source_a_page_may_read_changes_the_digest(tree: Path, edited: str) -> None:
     before = course_sources.sources_digest(tree)
     with open(tree / edited, "ab") as fh:
         fh.write(b"\n# edited\n")
     assert course_sources.sources_digest(tree) != before, f"a page reading {edited} would show stale outputs"
+
+
+def pages(tree: Path) -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted((tree / "book").glob("*.md"))}
+
+
+def test_a_grader_module_runs_again_only_the_pages_that_reach_it(tree: Path) -> None:
+    """No page of the book imports the grader: an edit to solutions/course_admin/ keeps every page's digest. A
+    planted page that does (directly, or through course_lib's command that imports verify by its name, whose
+    relative imports reach trained.py) gets a new digest from the same edit."""
+    planted = {"direct": "```{code-cell} ipython3\nfrom course_admin.grading import trained\n```\n",
+               "by name": "```{code-cell} ipython3\nfrom course_lib.provided.capstone.run import main\n```\n"}
+    before = {name: course_sources.reads_digest(text, tree) for name, text in {**pages(tree), **planted}.items()}
+    assert len(pages(tree)) >= 10
+    with open(tree / "solutions/course_admin/grading/trained.py", "ab") as fh:
+        fh.write(b"\n# edited\n")
+    course_sources.names_in_module.cache_clear()
+    after = {name: course_sources.reads_digest(text, tree) for name, text in {**pages(tree), **planted}.items()}
+    assert {name for name in before if before[name] != after[name]} == set(planted)
+    assert course_sources.sources_digest(tree) == course_sources.sources_digest(LAYOUT.root)
+
+
+def test_a_page_reads_what_its_cells_import_and_the_books_own_code(tree: Path) -> None:
+    read = {p.relative_to(tree).as_posix() for p in course_sources.reads(pages(tree)["08_capstone.md"], tree)}
+    assert {"course_lib/provided/capstone/handin.py", "course_lib/provided/layout.py", "book/_code/figures.py",
+            "course_lib/provided/__init__.py"} <= read
+    assert not [p for p in read if p.startswith("solutions/course_admin/")]
 
 
 def test_pycache_and_files_outside_the_sources_do_not(tree: Path) -> None:
@@ -63,8 +89,9 @@ def test_an_executed_page_gets_a_hidden_cell_with_the_digest_and_a_prose_page_no
     page = ["# Title\n\n```{code-cell} ipython3\nx = 1\n```\n"]
     course_sources._append(App, "book/02_attention", page)
     figures = course_sources.figures_digest("book/02_attention")
+    grader = course_sources.reads_digest("```{code-cell} ipython3\nx = 1\n```\n")
     assert page[0].endswith("```{code-cell} ipython3\n:tags: [remove-cell]\n\n"
-                            f"# course sources digest: abc123, figures {figures}\n```\n")
+                            f"# course sources digest: abc123, grader {grader}, figures {figures}\n```\n")
     prose = ["# Glossary\n\nNo cells here.\n"]
     course_sources._append(App, "book/appendix_glossary", prose)
     assert prose == ["# Glossary\n\nNo cells here.\n"]

@@ -31,6 +31,7 @@ def out(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_the_reference_classifier_trains_through_the_command(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
     command = ["finetune", "--model", "transformer", "--quick", "--impl", "reference", "--steps", "2",
                "--eval-every", "2", "--out", str(out), "--no-progress"]
@@ -113,6 +114,7 @@ def test_bigrams_join_the_reference_classifier_and_its_padding_still_changes_not
     assert isinstance(model, load_impl("reference").classifier.TransformerClassifier)
 
 
+@pytest.mark.slow
 def test_seeds_make_an_ensemble_of_best_valid_members(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
     command = ["finetune", "--model", "lstm", "--quick", "--seeds", "2", "--steps", "2", "--eval-every", "1",
                "--out", str(out), "--no-progress"]
@@ -148,6 +150,7 @@ def test_without_quick_a_cpu_trains_the_cpu_preset() -> None:
     assert (lstm["preset"], lstm["bigrams"]) == ("cpu", 0)  # the preset's bigram inputs are the transformer's
 
 
+@pytest.mark.slow
 def test_bigram_inputs_pretrain_then_fine_tune_with_the_pretrained_pairs(out: Path) -> None:
     common = ["--model", "transformer", "--preset", "cpu", "--impl", "reference", "--steps", "2", "--eval-every", "2",
               "--batch-size", "8", "--out", str(out), "--no-progress"]

@@ -1,9 +1,9 @@
 """Chapter 08's trained model, graded (issue 28): the accuracy is the grader's, from the weights alone.
 
 The rows come from grading/trained.py, which reads the hand-in as data and scores it with the reference
-classifier. Planted: a strong run (a real quick-preset run, 600 steps), a weak one (2 steps), a summary that
-claims 99%, weights of another model, a pickle, no hand-in: each gets the row it must, and a bug inside the
-measurement costs these points only. Then a whole planted class goes through `course grade`.
+classifier. Planted: a strong run (a real quick-preset run, 300 steps: conftest.py), a weak one (2 steps), a
+summary that claims 99%, weights of another model, a pickle, no hand-in: each gets the row it must, and a bug
+inside the measurement costs these points only. Then a whole planted class goes through `course grade`.
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def weak(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def strong(quick_run: Path) -> Path:
-    """A real quick-preset run (600 steps of 64, a few minutes on one thread; conftest.py): what a learner hands in."""
+    """A real quick-preset run (300 steps of 64, two minutes on one thread; conftest.py): what a learner hands in."""
     return quick_run
 
 

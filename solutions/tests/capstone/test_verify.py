@@ -65,6 +65,7 @@ def test_judge_marks_a_gap_over_the_tolerance_as_failed() -> None:
 
 
 # ------------------------------------------------------------------ re-runs in the sandbox
+@pytest.mark.slow
 def test_an_honest_run_is_verified_by_its_re_run(short: Path, tmp_path: Path) -> None:
     folder = submission(tmp_path, "zoe", short)
     verdict = verify.verify(Reader(folder), work=tmp_path)
@@ -76,6 +77,7 @@ def test_an_honest_run_is_verified_by_its_re_run(short: Path, tmp_path: Path) ->
     assert verdict.weights == handin.digest(handin.read_handin(folder).state)
 
 
+@pytest.mark.slow
 def test_a_bigram_run_sends_weights_larger_than_a_grading_frame(tmp_path: Path) -> None:
     """4.3 M parameters (17 MB in float32), over the 4 MiB a case's result may have: the re-run's frames are
     bounded by verify's own limit, and such a run verifies too."""
@@ -85,6 +87,7 @@ def test_a_bigram_run_sends_weights_larger_than_a_grading_frame(tmp_path: Path) 
     assert verdict.status == "verified", verdict.message
 
 
+@pytest.mark.slow
 def test_weights_the_recorded_command_does_not_reach_fail(short: Path, longer: Path, tmp_path: Path) -> None:
     folder = submission(tmp_path, "max", longer)                  # 160 steps' weights ...
     recorded = json.loads((short / "summary.json").read_text())   # ... under the 40-step run's summary
@@ -107,6 +110,7 @@ def test_the_sandbox_holds_the_train_split_alone(short: Path, tmp_path: Path) ->
     assert (corpus / "sentiment" / "neg.txt").is_file()           # out of the box, it is there
 
 
+@pytest.mark.slow
 def test_a_re_run_past_the_timeout_is_unfinished(short: Path, tmp_path: Path) -> None:
     folder = submission(tmp_path, "slow", short)
     with open(folder / "course_lib" / "classifier.py", "a", encoding="utf-8") as fh:
@@ -169,6 +173,7 @@ def test_a_crash_on_one_learner_keeps_every_other_verdict(short: Path, tmp_path:
 
 
 # ------------------------------------------------------------------ the leaderboard shows the verdicts
+@pytest.mark.slow
 def test_the_leaderboard_shows_each_verdict_beside_its_weights(short: Path, longer: Path, tmp_path: Path) -> None:
     from course_admin.exports.leaderboard import leaderboard
     folders = {"ada": submission(tmp_path, "ada", short), "bob": submission(tmp_path, "bob", short),
@@ -185,10 +190,25 @@ def test_the_leaderboard_shows_each_verdict_beside_its_weights(short: Path, long
                      "dan": "not verified (the verdict was on an earlier hand-in)"}
 
 
+def test_the_presets_recorded_runs_fit_the_default_limits() -> None:
+    """A whole quick-preset run (600 steps) as the book recorded it: verify would re-run it under the default
+    --timeout, with the options it was made with (the re-run itself is the strong run's, below)."""
+    runs = [r for f in RECORDS for r in json.loads(f.read_text())["finetune"]
+            if r["preset"] == "quick" and not r.get("pretrained") and r.get("seeds", 1) == 1]  # what verify re-runs
+    assert runs and any(r["steps"] == 600 for r in runs), RECORDS
+    for run in runs:
+        argv = verify.recipe(run, timeout_s=1200.0)
+        assert isinstance(argv, list), (run["name"], argv)
+        assert argv[argv.index("--steps") + 1] == str(run["steps"])
+    planted = {**runs[0], "train_seconds": 601.0}                 # a run over half the timeout is not re-run
+    assert verify.recipe(planted, timeout_s=1200.0).status == "not verifiable"
+
+
 @pytest.mark.slow
-def test_a_whole_quick_run_fits_the_limits_and_is_verified(quick_run: Path, tmp_path: Path) -> None:
-    """The quick preset as a learner runs it (600 steps of 64; evaluated at 200, 400 and 600; conftest.py): re-run
-    in the sandbox under the default --timeout, it lands where the hand-in does."""
+def test_a_strong_run_reaches_the_bar_and_is_verified_under_the_default_limits(quick_run: Path,
+                                                                               tmp_path: Path) -> None:
+    """A strong quick-preset run (300 steps of 64, evaluated three times; conftest.py): re-run in the sandbox under
+    the default --timeout and memory, it lands where the hand-in does."""
     run = quick_run
     verdict = verify.verify(Reader(submission(tmp_path, "quinn", run)), work=tmp_path)
     assert verdict.status == "verified", verdict.message

@@ -234,7 +234,10 @@ c.JupyterHub.load_roles.append({{"name": "driver", "services": ["driver"],
     def start_server(self, name: str) -> None:
         r = self.as_user(name, "POST", f"/hub/api/users/{name}/server")
         assert r.status_code in (201, 202, 400), f"{name}'s server: {r.status_code} {r.text}"
-        self._wait(lambda: self.as_user(name, "GET", f"/user/{name}/api/status").ok, f"{name}'s server")
+        # 200 from the server itself: until the proxy routes /user/<name>/, the hub answers with a 302 (ok to
+        # requests), and a request sent then lands on the hub's redirect, not on the server (seen on a busy machine).
+        self._wait(lambda: self.as_user(name, "GET", f"/user/{name}/api/status").status_code == 200,
+                   f"{name}'s server")
 
     def write(self, name: str, path: str, text: str) -> None:
         """Save a text file in the user's home, as JupyterLab's editor does (the contents API)."""

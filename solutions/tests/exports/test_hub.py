@@ -143,7 +143,8 @@ def _as_a_class(hub: Hub, repo: str) -> None:
         link = {"repo": repo, "branch": "main", "targetpath": "learners",
                 "urlpath": "lab/tree/learners/README.md"}
         page = hub.as_user(name, "GET", f"/user/{name}/git-pull", params=link)
-        assert page.ok and "lab/tree/learners/README.md" in page.text, f"nbgitpuller's page for {name}: {page.text[:500]}"
+        assert page.status_code == 200 and "lab/tree/learners/README.md" in page.text, \
+            f"nbgitpuller's page for {name}: HTTP {page.status_code} {page.text[:500]}"
         pulled = hub.as_user(name, "GET", f"/user/{name}/git-pull/api", params=link, stream=True)
         events = [json.loads(line[5:]) for line in pulled.iter_lines(decode_unicode=True) if line.startswith("data:")]
         assert events and events[-1]["phase"] == "finished", f"nbgitpuller for {name}: {events[-3:]}"

@@ -67,6 +67,7 @@ def points(rows: list[dict]) -> dict[str, tuple[float, float]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+@pytest.mark.slow
 def test_correct_learners_beside_cpu_hogs_keep_full_marks_and_a_loop_still_loses(tmp_path: Path) -> None:
     """Three spinning processes a core beside `course grade --jobs 2`: two correct learners keep every point (one
     of them needs 2 s of CPU, half its budget: more than the 4 s of wall time at a quarter of a CPU, so it is
@@ -125,6 +126,7 @@ def grade_one(tmp_path: Path, attention: str, budget: float, starve: bool, monke
         warm.shutdown()  # no sandbox of this test process outlives the test
 
 
+@pytest.mark.slow
 def test_a_starved_chapter_is_run_again_and_keeps_its_points(tmp_path: Path, monkeypatch, capsys) -> None:
     """Stopped at its wall limit with CPU to spare while (so says the meter) waiting for a CPU: run again with
     four times the wall time, where the 7 s it needs fit; full marks, and the instructor is told."""
@@ -146,6 +148,7 @@ def test_a_sleeper_loses_its_points_at_once_with_a_message_that_says_it_waited(t
     assert "starved" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_reruns_are_bounded_and_then_the_chapter_scores_0(tmp_path: Path, monkeypatch, capsys) -> None:
     """Starved for ever (a sleep that never ends, measured as waiting for a CPU): run three times in all,
     then 0 with a message that says the machine was too busy, and the instructor is told to regrade."""

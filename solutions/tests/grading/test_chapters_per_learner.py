@@ -51,6 +51,7 @@ def totals(rows: list[dict]) -> dict[tuple[str, str], tuple[float, float]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+@pytest.mark.slow
 def test_one_submission_per_chapter(tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -122,6 +123,7 @@ def test_one_child_grades_a_chapter_and_what_it_builds_on(tmp_path: Path, monkey
     assert len(lib["02"]) == len(chapters.load_spec("02").CASES)  # only built on: its public cases alone
 
 
+@pytest.mark.slow
 def test_a_chapter_that_hangs_does_not_eat_the_next_chapters_time(tmp_path: Path) -> None:
     """Each chapter of a run has its own time budget: chapter 02 hangs, chapter 03 still gets full marks."""
     subs = tmp_path / "subs"
@@ -143,6 +145,7 @@ def test_a_chapter_that_hangs_does_not_eat_the_next_chapters_time(tmp_path: Path
     assert got[("kim", "02")][0] < got[("kim", "02")][1]
 
 
+@pytest.mark.slow
 def test_a_submission_of_the_whole_course_is_graded_on_every_chapter(tmp_path: Path) -> None:
     """A folder without a chapter in its name holds every chapter: one run grades them all, full marks
     for the reference; a syntax error in the last chapter's module costs that chapter only."""

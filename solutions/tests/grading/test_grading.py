@@ -220,6 +220,7 @@ def _subset(batch, root: Path) -> Path:
     return plant.write(learners, root)
 
 
+@pytest.mark.slow
 def test_determinism_and_independence_of_jobs(batch, tmp_path):
     subs = _subset(batch, tmp_path / "subs")
     proc = course(*grade_args(subs, tmp_path / "out", jobs=1))

@@ -56,6 +56,7 @@ def test_the_benchmarks_measure_the_capstones_own_sizes_unless_tiny() -> None:
     assert bench_encoder.bench_size("tiny") == bench_encoder.TINY
 
 
+@pytest.mark.slow
 def test_bench_grade_projects_a_class_from_its_fixed_part_and_its_part_per_learner() -> None:
     proc = subprocess.run([sys.executable, "solutions/scripts/bench_grade.py", "--tiny", "--chapters", "ch01", "--cold"],
                           cwd=LAYOUT.root, capture_output=True, text=True, timeout=SAFETY_S)
@@ -75,6 +76,7 @@ def test_bench_grade_projects_a_class_from_its_fixed_part_and_its_part_per_learn
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                     reason="torch.compile on the CPU needs a C compiler")
+@pytest.mark.slow
 def test_bench_encoder_compiles_both_sides_when_asked(tmp_path) -> None:
     """torch.compile'd, with a cache of its own (the same compiling work on every run) and no peak processes
     (each would compile again: the peaks are the first test's)."""

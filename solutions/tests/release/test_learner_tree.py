@@ -1,7 +1,7 @@
 """`course release --learner-tree DIR`: the learners' course folder works on its own and holds no secret.
 
-The tree is exported into a temporary folder and walked as a new learner would: the set-up commands
-of its own README (a fresh .venv, the learner's pyproject), then `make check` on the stub (0 points) and
+The tree is exported into a temporary folder (shared with the Chinese tree's test: conftest.py) and walked as a
+new learner would: the set-up commands of its own README (a fresh .venv, the learner's pyproject), then `make check` on the stub (0 points) and
 on the reference copied in (full marks), `make test` (one line per failure), and `make submit` (who you
 are, the score, the warnings, the file to hand in, refused chapters, no silent overwrite). About 1-2 min:
 `make install` builds a virtual environment.
@@ -23,7 +23,9 @@ from course_admin.release.release import main as release
 from course_lib.provided import syllabus
 from course_lib.provided.layout import LAYOUT, REPO_ROOT, modules_for
 
-pytestmark = [pytest.mark.install]
+from .conftest import GROUP
+
+pytestmark = [pytest.mark.install, GROUP]
 
 REFERENCE = (LAYOUT.reference / "attention.py").read_text(encoding="utf-8")
 
@@ -49,10 +51,9 @@ def setup_commands(readme: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dest = tmp_path_factory.mktemp("learner") / "tree"
-    assert release(["--learner-tree", str(dest)]) == 0
-    return dest
+def tree(shared_tree) -> Path:
+    """The English learner tree, released into the session's folder (conftest.py: its .venv is shared)."""
+    return shared_tree.released("en")
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +65,7 @@ def installed(tree: Path) -> tuple[Path, list[subprocess.CompletedProcess]]:
 
 def test_nothing_of_the_instructor_is_in_the_tree(tree: Path) -> None:
     shipped = [p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file()]
+    shipped = [p for p in shipped if not p.startswith(".venv/")]  # made by make install (conftest.py), not shipped
     assert shipped and not [p for p in shipped if p.startswith(INSTRUCTOR_ONLY)]
     for needed in ("course_lib/attention.py", "course_lib/provided/check.py", "tests/specs/ch02.py",
                    "tests/reference/ch02.pt", "exercises/ch02_attention/ch02_attention.ipynb", "README.md",

@@ -16,18 +16,18 @@ from course_admin.release.stubs import ReleaseError
 from course_lib.provided import chapters
 from course_lib.provided.layout import LAYOUT, REPO_ROOT
 
+from .conftest import GROUP
 from .test_learner_tree import REFERENCE, setup_commands, sh
 
-pytestmark = [pytest.mark.install]
+pytestmark = [pytest.mark.install, GROUP]
 
 ZH = json.loads((REPO_ROOT / "course_lib" / "provided" / "locale" / "zh_CN.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    dest = tmp_path_factory.mktemp("learner_zh") / "tree"
-    assert release(["--learner-tree", str(dest), "--lang", "zh"]) == 0
-    return dest
+def tree(shared_tree) -> Path:
+    """The Chinese learner tree, released into the session's folder (conftest.py: its .venv is shared)."""
+    return shared_tree.released("zh")
 
 
 def test_the_tree_says_its_language_and_its_readme_is_chinese(tree: Path) -> None:
@@ -72,6 +72,7 @@ def test_an_unknown_language_is_refused_with_the_ones_there_are(capsys: pytest.C
     assert "unknown language 'fr'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_set_up_check_a_wrong_answer_and_submit_in_chinese(tree: Path) -> None:
     done = [sh(tree, command) for command in setup_commands((tree / "README.md").read_text(encoding="utf-8"))]
     assert done[0].returncode == 0, done[0].stdout[-2000:] + done[0].stderr[-2000:]

@@ -199,6 +199,7 @@ if _seen:
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_learners_graded_after_an_attacker_keep_full_marks(tmp_path, jobs):
     """Chapter 02 as its own assignment: an attacker (takes pid 1, leaves a socket server and a queue), then

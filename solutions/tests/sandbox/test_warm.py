@@ -225,6 +225,7 @@ def test_a_zygote_that_died_between_runs_costs_the_next_run_nothing(warm_cls):
     assert w.starts == 2
 
 
+@pytest.mark.slow
 def test_warm_and_cold_grade_every_chapter_alike(tmp_path):
     """The whole course, three learners (correct; chapter 02's unscaled scores, which every later chapter
     builds on; the stubs as released), each chapter its own assignment: the same grades.csv, byte for
