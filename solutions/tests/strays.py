@@ -36,7 +36,7 @@ def _owned(pid: int) -> bool:
     return False
 
 
-def strays() -> list[str]:
+def strays(markers: tuple[bytes, ...] = STRAY_MARKERS) -> list[str]:
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -45,7 +45,7 @@ def strays() -> list[str]:
             cmd = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if any(m in cmd for m in STRAY_MARKERS) and not _owned(int(entry.name)):
+        if any(m in cmd for m in markers) and not _owned(int(entry.name)):
             found.append(entry.name + ": " + repr(cmd.replace(b"\0", b" ")[:120]))
     return found
 

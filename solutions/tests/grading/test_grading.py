@@ -240,6 +240,7 @@ def test_determinism_and_independence_of_jobs(batch, tmp_path):
     assert (tmp_path / "out" / "grades.csv").read_bytes() == (tmp_path / "first.csv").read_bytes()
 
 
+@pytest.mark.slow
 def test_kill_and_resume(batch, tmp_path):
     subs = _subset(batch, tmp_path / "subs")
     out = tmp_path / "out"

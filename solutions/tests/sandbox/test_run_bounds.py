@@ -223,6 +223,7 @@ def _root_with_namespaces() -> None:
         pytest.skip("the rlimits fallback's own uid needs root and a mount namespace (unshare --mount)")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("isolation", ["bwrap", "rlimits"])
 def test_a_run_that_lingers_after_its_last_case_is_stopped_then(tmp_path: Path, isolation: str) -> None:
     from course_admin.sandbox import cold, warm
