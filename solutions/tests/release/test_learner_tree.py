@@ -122,6 +122,7 @@ def test_every_ready_chapter_checks_in_the_tree(installed, chapter: str) -> None
             (tree / "course_lib" / module).write_text(text)
 
 
+@pytest.mark.slow
 def test_make_test_is_one_line_per_failure(installed) -> None:
     tree, _ = installed
     proc = sh(tree, "make test")
