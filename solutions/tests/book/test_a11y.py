@@ -21,7 +21,7 @@ from course_lib.provided.layout import REPO_ROOT
 
 from .built_book import BOOK, need, need_browser
 
-pytestmark = [pytest.mark.book]
+pytestmark = [pytest.mark.book, pytest.mark.slow]  # every page of both editions in Chromium: minutes
 
 PIXEL = ("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ"
          "RU5ErkJggg==")

@@ -18,7 +18,7 @@ from course_admin.book import browser_check, cjk_font
 
 from .built_book import BOOK, need as _need, need_browser
 
-pytestmark = [pytest.mark.book]
+pytestmark = [pytest.mark.book, pytest.mark.slow]  # every page of both editions in Chromium: minutes
 
 
 def _no_system_cjk_font() -> bool:
