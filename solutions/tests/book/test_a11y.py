@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from course_admin.book import a11y_check
+from course_admin.book import a11y_check, browser_check
 from course_lib.provided.layout import REPO_ROOT
 
 from .built_book import BOOK, need, need_browser
@@ -75,9 +75,13 @@ def test_each_planted_problem_is_found(tmp_path: Path, axe_ready: None) -> None:
         assert found[f"good.html [{width}]"] == [], found[f"good.html [{width}]"]
 
 
-def test_every_page_of_the_built_book(axe_ready: None) -> None:
+# Each edition on a worker of its own (make test-book's two): together, every page of the built book.
+@pytest.mark.parametrize("edition", [pytest.param("en", marks=pytest.mark.xdist_group("a11y_en")),
+                                     pytest.param("zh", marks=pytest.mark.xdist_group("a11y_zh"))])
+def test_every_page_of_the_built_book(axe_ready: None, edition: str) -> None:
     need((BOOK / "index.html").is_file(), f"no built book at {BOOK} (make book)")
-    found = a11y_check.check_pages(BOOK)
+    pages = [p for p in browser_check.pages(BOOK) if (p.relative_to(BOOK).parts[0] == "zh") == (edition == "zh")]
+    found = a11y_check.check_pages(BOOK, only=pages)
     assert len(found) >= 14 * len(a11y_check.VIEWS), sorted(found)  # the chapters and the appendices
     report = "\n".join(f"{page}: {line}" for page, lines in found.items() for line in lines)
     assert not report, f"accessibility violations in the built book:\n{report}"
