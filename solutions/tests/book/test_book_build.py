@@ -7,6 +7,7 @@ and the same extensions as shipped (the planted failure) make Sphinx fall back t
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 
 import pytest
@@ -31,9 +32,14 @@ def test_one_page_a_task_the_longest_first() -> None:
 
 
 def parallel_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
-    """Start Sphinx as build_english does, on the book's configuration, and ask it instead of building."""
+    """Start Sphinx as build_english does, on the book's configuration, and ask it instead of building. What that
+    changes in this process is put back after the test: the environment (the CJK font extension points IPYTHONDIR
+    at its kernels' start-up file, which a later build in a subprocess would inherit; build_english shares out
+    the threads) and Sphinx's make_chunks."""
+    import sphinx.builders
     from sphinx.application import Sphinx
 
+    monkeypatch.setattr(sphinx.builders, "make_chunks", sphinx.builders.make_chunks)
     seen: dict[str, bool] = {}
 
     def ask(app: Sphinx, *args: object, **kwargs: object) -> None:
@@ -41,7 +47,12 @@ def parallel_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[st
                     jobs=app.parallel)
 
     monkeypatch.setattr(Sphinx, "build", ask)
-    build.build_english(2, out=tmp_path / "html", doctrees=tmp_path / "doctrees")
+    environment = dict(os.environ)
+    try:
+        build.build_english(2, out=tmp_path / "html", doctrees=tmp_path / "doctrees")
+    finally:
+        os.environ.clear()
+        os.environ.update(environment)
     return seen
 
 
