@@ -57,7 +57,7 @@ book: install  ## build the book, English and Chinese, every page executed; warn
 # The test tiers (solutions/course_admin/measure/suite_times.py marks what a test pays for; each run prints where its
 # time went and fails on gross creep: a stage 50% over its budget, a test outside `slow` over 90 s). Two workers
 # (pytest-xdist), a file's tests on one of them; WORKERS=0 runs in this process alone.
-# Budgets are what each stage takes today on 2 cores (make test: 2,369 to 2,570 s, make test-book 503 to 547 s, here;
+# Budgets are what each stage takes today on 2 cores (make test: 2,369 to 2,570 s, make test-book 503 to 558 s, here;
 # solutions/tests/DURATIONS.md); the targets are lower (make test 900 s, make test-book 240 s): lower a budget as
 # the stage gets there, so that the guard holds what was won.
 WORKERS ?= 2
@@ -65,7 +65,7 @@ XDIST = $(if $(filter 0,$(WORKERS)),-p no:xdist,-n $(WORKERS) --dist loadgroup)
 QUICK := not (grading or training or install or hub or book or slow)
 TEST_BUDGET ?= 2400
 QUICK_BUDGET ?= 120
-BOOK_TEST_BUDGET ?= 550
+BOOK_TEST_BUDGET ?= 600
 
 test: install  ## the whole suite but the built book's tests (what CI runs); about 40 minutes on 2 cores
 	$(BIN)/python -m pytest $(XDIST) -m "not book" --stage test --stage-budget $(TEST_BUDGET) --times-json _build/test-times/test.json
