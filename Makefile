@@ -39,14 +39,15 @@ $(AXE_JS):
 
 install: $(BIN)/course $(HUB_PROXY) $(AXE_JS)  ## create .venv and install the course and its tools
 
-# BOOK_JOBS: pages executed at once (solutions/course_admin/book/build.py); 1 reads them one after another.
-BOOK_JOBS ?= 2
+# BOOK_JOBS: pages executed at once (solutions/course_admin/book/build.py; by default two, one on a one-core machine);
+# BOOK_JOBS=1 reads them one after another.
+BOOK_JOBS ?=
 
 book: install  ## build the book, English and Chinese, every page executed; warnings are errors
 	@test -d solutions/course_ref || { echo "The book runs the reference implementation, which only the instructor's repository has: read the published book."; exit 1; }
 	# everything but the execution cache: pages run again only where their code or the course's sources changed
 	if [ -d _build ]; then find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache ! -name test-times -exec rm -rf {} +; fi
-	@mkdir -p _build; bash -o pipefail -c 'start=$$(date +%s); $(BIN)/python -m course_admin.book.build --jobs $(BOOK_JOBS) 2>&1 | tee _build/book.log; rc=$$?; \
+	@mkdir -p _build; bash -o pipefail -c 'start=$$(date +%s); $(BIN)/python -m course_admin.book.build $(if $(BOOK_JOBS),--jobs $(BOOK_JOBS)) 2>&1 | tee _build/book.log; rc=$$?; \
 	  echo "make book: $$(( $$(date +%s) - start )) s, $$(grep -c "Executed notebook in" _build/book.log) page(s) executed, the others from the cache"; \
 	  grep -o "[^/]*\.md: Executed notebook in [0-9.]* seconds" _build/book.log | sort -k5 -rn | head -4 | sed "s/^/  /"; exit $$rc'
 	# the Chinese edition: the English messages extracted, the catalogs checked against them, the same pages built
