@@ -71,26 +71,36 @@ def declare_silent_safe() -> None:
         module.setup = setup
 
 
-def build_english(jobs: int, out: Path = BUILD / "html", doctrees: Path | None = None) -> int:
-    """``jupyter-book build . --warningiserror --keep-going --path-output .``, with ``jobs`` processes; the
-    doctrees beside ``out`` (``_build/.doctrees``) unless given."""
-    import sphinx.builders
+def run_sphinx(builder: str, out: Path, doctrees: Path | None, overrides: dict[str, Any], jobs: int = 1,
+           quiet: bool = False) -> int:
+    """Jupyter Book's ``build_sphinx`` on the repository's ``_config.yml`` and ``_toc.yml``, warnings as errors
+    (kept going to list them all): the one call behind both editions (editions.py); 0 when it built."""
     from jupyter_book.sphinx import build_sphinx
 
-    if jobs > 1:
-        # each page's kernel takes its share of the cores: torch's two threads on a core another page's training
-        # holds waited on each other (chapter 01's page took 161 s beside chapter 08's instead of 16 s)
-        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // jobs)))
-        declare_silent_safe()
-        sphinx.builders.make_chunks = longest_first  # type: ignore[attr-defined]  # read and write by page
-    result: Any = build_sphinx(ROOT, out, noconfig=True, path_config=ROOT / "_config.yml", builder="html",
+    result: Any = build_sphinx(ROOT, out, noconfig=True, path_config=ROOT / "_config.yml", builder=builder,
                                confoverrides={"external_toc_path": (ROOT / "_toc.yml").as_posix(),
-                                              "latex_individualpages": False},
-                               doctreedir=doctrees, warningiserror=True, keep_going=True, jobs=jobs)
+                                              "latex_individualpages": False, **overrides},
+                               doctreedir=doctrees, warningiserror=True, keep_going=True, quiet=quiet, jobs=jobs)
     if isinstance(result, Exception):
         print(f"book: the build stopped: {result}", file=sys.stderr)
         return 1
     return result
+
+
+def build_english(jobs: int, out: Path = BUILD / "html", doctrees: Path | None = None) -> int:
+    """``jupyter-book build . --warningiserror --keep-going --path-output .``, with ``jobs`` processes; the
+    doctrees beside ``out`` (``_build/.doctrees``) unless given."""
+    import sphinx.builders
+
+    if jobs == 1:
+        return run_sphinx("html", out, doctrees, {}, jobs)
+    declare_silent_safe()
+    chunks = sphinx.builders.make_chunks  # type: ignore[attr-defined]
+    sphinx.builders.make_chunks = longest_first  # type: ignore[attr-defined]  # read and write by page
+    try:
+        return run_sphinx("html", out, doctrees, {}, jobs)
+    finally:
+        sphinx.builders.make_chunks = chunks  # type: ignore[attr-defined]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs}: give 1 (one page at a time) or more")
+    # each page's kernel (a child of this process) takes its share of the cores: torch's two threads on a core
+    # another page's training held waited on each other (chapter 01's page took 161 s beside 08's, not 16 s)
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // args.jobs)))
     return build_english(args.jobs)
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from course_lib.provided.layout import LAYOUT
 
-from . import catalogs, figures, outputs
+from . import build, catalogs, figures, outputs
 
 ROOT = LAYOUT.root
 BUILD = ROOT / "_build"
@@ -36,13 +36,8 @@ ZH_HTML = BUILD / "html" / "zh"
 
 
 def _sphinx(builder: str, out: Path, doctrees: Path, overrides: dict) -> int:
-    from jupyter_book.sphinx import build_sphinx
-    result = build_sphinx(ROOT, out, noconfig=True, path_config=ROOT / "_config.yml", builder=builder,
-                          confoverrides={"external_toc_path": (ROOT / "_toc.yml").as_posix(),
-                                         "latex_individualpages": False,
-                                         "nb_execution_cache_path": str(BUILD / ".jupyter_cache"), **overrides},
-                          doctreedir=doctrees, warningiserror=True, keep_going=True, quiet=True)
-    return result if isinstance(result, int) else 1
+    return build.run_sphinx(builder, out, doctrees, {"nb_execution_cache_path": str(BUILD / ".jupyter_cache"),
+                                                 **overrides}, quiet=True)
 
 
 def extract(out: Path = catalogs.EXTRACTED) -> int:

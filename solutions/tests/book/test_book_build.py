@@ -34,8 +34,7 @@ def test_one_page_a_task_the_longest_first() -> None:
 def parallel_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
     """Start Sphinx as build_english does, on the book's configuration, and ask it instead of building. What that
     changes in this process is put back after the test: the environment (the CJK font extension points IPYTHONDIR
-    at its kernels' start-up file, which a later build in a subprocess would inherit; build_english shares out
-    the threads) and Sphinx's make_chunks."""
+    at its kernels' start-up file, which a later build in a subprocess would inherit) and Sphinx's make_chunks."""
     import sphinx.builders
     from sphinx.application import Sphinx
 
