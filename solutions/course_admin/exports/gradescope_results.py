@@ -9,7 +9,8 @@ specification (gradescope-autograders.readthedocs.io, "Output format"):
 With a chapter 08 submission that carries a trained model, its rows are tests too (the grader's measured
 accuracy, visible) and the top-level ``"leaderboard"`` of Gradescope's leaderboards page lists the
 measured test accuracy, its standard error and the parameters counted from the weights, beside what the
-run's summary says (minutes, device, pretrained: marked claimed).
+run's summary says (minutes, device, pretrained: marked claimed), all from the typed fields the grader wrote
+beside its measured row (trained.entry), never from a message.
 
 One test per graded case; a hidden case has ``"visibility": "after_published"`` (the learner sees it once
 the instructor publishes the grades), every other ``"visible"``. Its output is the row's message, which
@@ -110,7 +111,8 @@ def results(table: Table, numbers: list[str], seconds: float, warnings: tuple[st
                               {"name": "± 1 SE", "value": round(board["se"], 3), "order": "asc"},
                               {"name": "Parameters", "value": board["parameters"], "order": "asc"},
                               {"name": "Training minutes (claimed)",
-                               "value": board["minutes"] if board["minutes"] is not None else "?", "order": "asc"},
+                               "value": round(board["minutes"], 1) if board["minutes"] is not None else "?",
+                               "order": "asc"},
                               {"name": "Device (claimed)", "value": board["device"]},
                               {"name": "Pretrained (claimed)", "value": "yes" if board["pretrained"] else "no"}]
     return out

@@ -15,8 +15,13 @@ learner trained them with their code and the settings their summary states: the 
 could come from anywhere. Each learner's row says "not verified" until `course capstone verify` (grading/
 verify.py) has re-run the recorded command on the train split alone, then its verdict: "verified" (the
 re-run lands within run-to-run noise of the hand-in), "failed", "not verifiable" (a GPU run, a pretrained
-start, an ensemble) or "unfinished". A verdict counts only beside the weights it was made on (their digest,
-in the run's row): a learner who hands in again is "not verified" until verified again.
+start, an ensemble) or "unfinished". A verdict counts only beside the weights it was made on (their digest):
+a learner who hands in again is "not verified" until verified again.
+
+Every number and the digest are the typed fields the grader wrote beside its measured row (trained.entry,
+rows.Measurement; the ``measured`` table of gradebook.sqlite), never read out of a message, which quotes
+the learner's run.json: no string of a learner's can change a row here. A table read from grades.csv alone
+has no such fields, so its learners are not ranked (the fixed rows still are).
 """
 from __future__ import annotations
 

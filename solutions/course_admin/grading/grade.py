@@ -43,6 +43,7 @@ from pathlib import Path
 from course_lib.provided import i18n
 from course_lib.provided import chapters as chapters_mod
 from course_lib.provided import uses
+from course_lib.provided.capstone import handin
 from course_lib.provided.layout import LAYOUT
 
 from ..intake.answers import MAX_NOTEBOOK_BYTES, read_answers, source_answers
@@ -287,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     subs = [s for s in found if s.chapter is None or s.chapter in numbers]  # collected for another chapter: not now
     config = f"{plan.grader_fingerprint(numbers, opts.prereqs)}|{opts.isolation}"  # a switch of isolation regrades
     config += f"|{args.lang}" if args.lang != "en" else ""  # and of language: the messages are stored in the rows
+    # and a table graded before the trained model's measured fields were stored grades chapter 08 again (leaderboard)
+    config += f"|{trained.RECORD}" if handin.CHAPTER in numbers else ""
     for sub in subs:
         sub.fingerprint = f"{sub.fingerprint or 'error:' + (sub.error or '')}|{config}"
     done = {} if args.regrade else book.finished()

@@ -11,39 +11,55 @@ code could have made up from the public labels).
 
 Rows, kind "capstone": one of ``handin.POINTS`` points for reaching ``handin.BAR`` (a missing or bad
 hand-in: 0, with what is wrong, and the chapter's other rows stand), and a warning row when the run's
-summary claims more than was measured.
+summary claims more than was measured. The measured row carries what was measured as typed fields
+(rows.Measurement, stored in the grade table's ``measured`` table): the leaderboard and Gradescope's read
+those (``entry``), never a message, which is text for the learner and quotes their run.json. Every value of
+run.json a message quotes is bounded and escaped (``shown``): a newline or a control character in it shows
+as its escape, so no learner string can add a line to a report.
 """
 from __future__ import annotations
 
-import re
-import string
+import math
+import reprlib
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from course_lib.provided import i18n
 from course_lib.provided.capstone import handin
 from course_lib.provided.i18n import N_, _
 
 from ..intake.submissions import Reader, SubmissionError
-from ..records.rows import GradeRow
+from ..records.rows import GradeRow, Measurement
 
 KIND = "capstone"
 COMPONENT = f"trained model: test accuracy of at least {handin.BAR:.0%}"
 CLAIM = "trained model: the accuracy run.json claims"
 RUN = "trained model: the run"
 TEST_REVIEWS = 1_723
-MEASURED_RE = re.compile(r"test accuracy (?P<accuracy>\d+\.\d)% ± (?P<se>\d+\.\d)%")
-RUN_RE = re.compile(r"(?P<parameters>[\d,]+) parameters .*?: (?P<minutes>[\d.]+|unknown) min of training on "
-                    r"(?P<device>\S+), (?P<start>from scratch|pretrained).*?(?:; weights (?P<weights>[0-9a-f]{12}))?$")
-# The rows' messages, read back by entry(): in English by the patterns above, in a translation by a pattern made
-# from the translated template (_pattern), its fields as these groups.
+RECORD = "capstone=measured"  # in `course grade`'s fingerprint: tables graded before the measured fields regrade
+WIDTH = 32                    # characters of a learner's value a message shows (shown)
+DEVICE_WIDTH = 16             # of the claimed device's name (as handin.py bounds it)
+ERROR_WIDTH = 1_000           # of an error's text, which may quote the hand-in
+MAX_SECONDS = 10 ** 9         # claimed training time beyond this (31 years) is no number of minutes
 MEASURED = N_("test accuracy {accuracy} ± {se} (one standard error), computed by the grader from your weights on the "
               "{reviews} test reviews; the bar is {bar}, TF-IDF + LR scores {tfidf}")
-MEASURED_GROUPS = {"accuracy": r"(?P<accuracy>\d+\.\d)%", "se": r"(?P<se>\d+\.\d)%"}
 DESCRIBED = N_("{parameters} parameters (counted from the weights); its summary says: {minutes} min of training on "
                "{device}, {start}, seed {seed}, {preset} preset; weights {weights}")
-DESCRIBED_GROUPS = {"parameters": r"(?P<parameters>[\d,]+)", "minutes": r"(?P<minutes>.+?)",
-                    "device": r"(?P<device>.+?)", "start": r"(?P<start>.+?)", "weights": r"(?P<weights>[0-9a-f]{12})"}
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 2, WIDTH + 2, WIDTH
+
+
+def shown(value: object, width: int = WIDTH) -> str:
+    """A learner's value as a message shows it: a printable string as it is, anything else (a string with a
+    newline, a tab, a control or an invisible character; a number; a list) as its repr, where those are
+    escaped; at most ``width`` characters, cut with "…". Of a value of any size, only a bounded part is read
+    (a string's first ``width`` characters; reprlib's few items of a list)."""
+    if isinstance(value, str):
+        head = value[:width + 1]
+        text = head if head.isprintable() else repr(head)
+    else:
+        text = _REPR.repr(value)
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def zero(number: str, status: str, message: str) -> list[GradeRow]:
@@ -83,6 +99,18 @@ def measure(reader: Reader) -> tuple[handin.HandIn, float, float, int]:
     return got, accuracy, se, sum(p.numel() for p in model.parameters())
 
 
+def claims(run: dict[str, Any]) -> tuple[float | None, str, bool]:
+    """(minutes of training, device, pretrained) as the run's summary claims them (not checked), typed and
+    bounded: minutes None where not a number of seconds from 0 to MAX_SECONDS; the device's name without its
+    index (``cuda:0``: ``cuda``), shown."""
+    seconds = run.get("train_seconds")
+    number = isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+    minutes = seconds / 60 if number and math.isfinite(seconds) and 0 <= seconds <= MAX_SECONDS else None
+    device = run.get("device", "unknown")
+    name = device.split(":")[0] if isinstance(device, str) else device
+    return minutes, shown(name, DEVICE_WIDTH), bool(run.get("pretrained"))
+
+
 def trained_rows(reader: Reader, number: str) -> list[GradeRow]:
     """Chapter ``number``'s trained-model rows (none but for the capstone). Never raises."""
     if number != handin.CHAPTER:
@@ -91,21 +119,27 @@ def trained_rows(reader: Reader, number: str) -> list[GradeRow]:
         got, accuracy, se, parameters = measure(reader)
     except handin.HandInError as err:
         status = "missing" if "no trained model" in str(err) else "error"  # handin.from_bytes's words (English)
-        return zero(number, status, str(err))
+        return zero(number, status, shown(str(err), ERROR_WIDTH))
     except Exception as exc:  # noqa: BLE001 - a bug here costs these points only, said plainly
         return zero(number, "error", _("the trained model could not be graded ({type}: {error}); tell your "
-                                       "instructor").format(type=type(exc).__name__, error=exc))
+                                       "instructor").format(type=type(exc).__name__,
+                                                            error=shown(str(exc), ERROR_WIDTH)))
     passed = accuracy >= handin.BAR
     said = _(MEASURED).format(accuracy=f"{accuracy:.1%}", se=f"{se:.1%}", reviews=f"{TEST_REVIEWS:,}",
                               bar=f"{handin.BAR:.0%}", tfidf=f"{handin.TFIDF_TEST:.1%}")
     if not passed:
         said += _("; below the bar: train longer (the quick preset reaches about 82%), check chapter 08's checks, "
                   "and hand in the run with the best valid accuracy")
-    rows = [GradeRow(number, KIND, COMPONENT, handin.POINTS if passed else 0.0, handin.POINTS,
-                     "pass" if passed else "fail", said, "none")]
-    rows.append(GradeRow(number, KIND, RUN, 0.0, 0.0, "pass", describe(got, parameters), "none"))
     claimed = got.claimed_test_accuracy
-    if claimed > accuracy + max(2 * se, 0.005):
+    overclaimed = claimed > accuracy + max(2 * se, 0.005)
+    minutes, device, pretrained = claims(got.run)
+    measured = Measurement(accuracy=accuracy, se=se, parameters=parameters, weights=handin.digest(got.state),
+                           passed=passed, overclaimed=overclaimed, minutes=minutes, device=device,
+                           pretrained=pretrained)
+    rows = [GradeRow(number, KIND, COMPONENT, handin.POINTS if passed else 0.0, handin.POINTS,
+                     "pass" if passed else "fail", said, "none", measured=measured)]
+    rows.append(GradeRow(number, KIND, RUN, 0.0, 0.0, "pass", describe(got, measured), "none"))
+    if overclaimed:
         rows.append(GradeRow(number, KIND, CLAIM, 0.0, 0.0, "warning",
                              _("run.json claims {claimed} on test, the weights handed in score {accuracy}: the "
                                "grader's number counts, and the difference is more than noise").format(
@@ -113,63 +147,20 @@ def trained_rows(reader: Reader, number: str) -> list[GradeRow]:
     return rows
 
 
-def describe(got: handin.HandIn, parameters: int) -> str:
+def describe(got: handin.HandIn, measured: Measurement) -> str:
     """The run in one line: its parameters (counted in the model its weights were loaded into), what its
-    summary says (not verified), and the weights' digest (handin.digest)."""
-    seconds = got.run.get("train_seconds")
-    minutes = f"{seconds / 60:.1f}" if isinstance(seconds, (int, float)) else _("unknown")
-    device = str(got.run.get("device", "unknown")).split(":")[0]  # the run's own word (a device's name)
-    start = _("pretrained") if got.run.get("pretrained") else _("from scratch")
-    return _(DESCRIBED).format(parameters=f"{parameters:,}", minutes=minutes, device=device, start=start,
-                               seed=got.run.get("seed", "?"), preset=got.run.get("preset", "?"),
-                               weights=handin.digest(got.state))
-
-
-def _pattern(template: str, groups: dict[str, str]) -> re.Pattern[str]:
-    """``template`` as a pattern: its text literally, each field named in ``groups`` as that group (its first
-    time), any other field as any text."""
-    parts, left = [], dict(groups)
-    for literal, name, _spec, _conversion in string.Formatter().parse(template):
-        parts.append(re.escape(literal))
-        if name is not None:
-            parts.append(left.pop(name, ".*?"))
-    return re.compile("".join(parts))
-
-
-def _read_back(message: str, english: re.Pattern[str], template: str, groups: dict[str, str]) -> re.Match[str] | None:
-    """``message`` parsed: as English (``english``), else as a translation of ``template`` in any language the
-    course speaks (the grade table keeps the language the run was graded in, whatever language reads it now)."""
-    found = english.search(message)
-    for lang in i18n.LANGUAGES:
-        translated = None if found else i18n.catalog(lang).get(template)
-        if translated:
-            try:
-                pattern = _pattern(translated, groups)
-            except (ValueError, re.error):  # a translation whose fields do not parse: messages.py's lint says so
-                continue
-            if set(groups) <= set(pattern.groupindex):  # one that lost a field cannot say it (lint says so too)
-                found = pattern.search(message)
-    return found
-
-
-def _words(english: str) -> set[str]:
-    """``english`` and its translations (a word a row said in the language it was graded in)."""
-    return {english} | {i18n.catalog(lang).get(english) or english for lang in i18n.LANGUAGES}
+    summary says (not verified; each value bounded and escaped), and the weights' digest (handin.digest)."""
+    minutes = _("unknown") if measured.minutes is None else f"{measured.minutes:.1f}"
+    start = _("pretrained") if measured.pretrained else _("from scratch")
+    return _(DESCRIBED).format(parameters=f"{measured.parameters:,}", minutes=minutes, device=measured.device,
+                               start=start, seed=shown(got.run.get("seed", "?")),
+                               preset=shown(got.run.get("preset", "?")), weights=measured.weights)
 
 
 def entry(rows: list[GradeRow]) -> dict[str, Any] | None:
-    """One learner's leaderboard entry from their chapter 08 rows (None without a measured model): accuracy and
-    its standard error (the grader's), parameters (counted), minutes, device and start (the run's summary),
-    whether run.json claimed more than was measured, and the weights' digest (what a verify verdict names)."""
-    by = {r.component: r for r in rows if r.kind == KIND}
-    measured = (_read_back(by[COMPONENT].message, MEASURED_RE, MEASURED, MEASURED_GROUPS) if COMPONENT in by
-                else None)
-    run = _read_back(by[RUN].message, RUN_RE, DESCRIBED, DESCRIBED_GROUPS) if RUN in by else None
-    if measured is None or run is None:
-        return None
-    minutes = run["minutes"]
-    return {"accuracy": float(measured["accuracy"]) / 100, "se": float(measured["se"]) / 100,
-            "parameters": int(run["parameters"].replace(",", "")),
-            "minutes": float(minutes) if re.fullmatch(r"\d+(\.\d*)?", minutes) else None, "device": run["device"],
-            "pretrained": run["start"] in _words("pretrained"), "passed": by[COMPONENT].status == "pass",
-            "overclaimed": CLAIM in by, "weights": run["weights"] or ""}
+    """One learner's leaderboard entry from their chapter 08 rows (None without a measured model): the typed
+    fields the grader wrote beside its measured row (rows.Measurement), never read out of a message:
+    accuracy and its standard error, parameters, whether it passed and whether run.json claimed more, the
+    weights' digest (what a verify verdict names), and the minutes, device and start the summary claims."""
+    found = [r.measured for r in rows if r.kind == KIND and r.component == COMPONENT and r.measured is not None]
+    return asdict(found[0]) if found else None

@@ -185,7 +185,7 @@ class JudgedRow(GradeRow):
     again: Callable[[frozenset[str]], JudgedRow] | None = field(default=None, compare=False, repr=False)
 
     def plain(self) -> GradeRow:
-        return GradeRow(*(getattr(self, f.name) for f in fields(GradeRow)))
+        return GradeRow(**{f.name: getattr(self, f.name) for f in fields(GradeRow)})
 
 
 def judge_case(chapter: Chapter, g: GradedCase, actual: Any, isolation: str, syntax: str | None = None,

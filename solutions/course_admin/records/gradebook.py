@@ -11,6 +11,11 @@ Tables
   manual(learner, chapter, component, points, max_points)
       written answers graded by hand in formgrader (`course grade --manual`); they replace the
       "needs manual grading" rows of the same learner, chapter and cell when the table is read.
+  measured(learner, chapter, kind, component, accuracy, se, parameters, weights, passed, overclaimed,
+           minutes, device, pretrained)
+      the typed fields of a grades row that carries a Measurement (rows.py: the capstone's trained model),
+      written in the same transaction as the learner's rows and read back onto that row: what the
+      leaderboard reads, never a message.
 
 A kill at any moment loses at most the learner being written: SQLite rolls the transaction back.
 
@@ -24,10 +29,11 @@ from __future__ import annotations
 import csv
 import sqlite3
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import Any, Iterable
 
-from .rows import GradeRow
+from .rows import GradeRow, Measurement
 
 COLUMNS = ["learner", "chapter", "kind", "component", "points", "max_points", "status", "message", "isolation"]
 
@@ -43,7 +49,13 @@ CREATE TABLE IF NOT EXISTS learners (
 CREATE TABLE IF NOT EXISTS manual (
     learner TEXT NOT NULL, chapter TEXT NOT NULL, component TEXT NOT NULL, points REAL NOT NULL,
     max_points REAL NOT NULL, PRIMARY KEY (learner, chapter, component));
+CREATE TABLE IF NOT EXISTS measured (
+    learner TEXT NOT NULL, chapter TEXT NOT NULL, kind TEXT NOT NULL, component TEXT NOT NULL,
+    accuracy REAL NOT NULL, se REAL NOT NULL, parameters INTEGER NOT NULL, weights TEXT NOT NULL,
+    passed INTEGER NOT NULL, overclaimed INTEGER NOT NULL, minutes REAL, device TEXT NOT NULL,
+    pretrained INTEGER NOT NULL, PRIMARY KEY (learner, chapter, kind, component));
 """
+MEASURED = tuple(f.name for f in fields(Measurement))  # the measured table's columns after the row's key
 MANUAL = "needs manual grading"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -122,14 +134,19 @@ class Gradebook:
         db = self.db
         db.execute("BEGIN IMMEDIATE")
         try:
-            if chapters is None:
-                db.execute("DELETE FROM grades WHERE learner = ?", (learner,))
-            for chapter in chapters or ():
-                db.execute("DELETE FROM grades WHERE learner = ? AND chapter = ?", (learner, chapter))
+            for table in ("grades", "measured"):
+                if chapters is None:
+                    db.execute(f"DELETE FROM {table} WHERE learner = ?", (learner,))
+                for chapter in chapters or ():
+                    db.execute(f"DELETE FROM {table} WHERE learner = ? AND chapter = ?", (learner, chapter))
             for seq, row in enumerate(rows):
+                key = (learner, row.chapter, row.kind, row.component)
                 db.execute("INSERT INTO grades VALUES (?,?,?,?,?,?,?,?,?,?)",
-                           (learner, row.chapter, row.kind, row.component, seq, float(row.points),
-                            float(row.max_points), row.status, row.message, row.isolation))
+                           (*key, seq, float(row.points), float(row.max_points), row.status, row.message,
+                            row.isolation))
+                if row.measured is not None:
+                    db.execute(f"INSERT INTO measured (learner, chapter, kind, component, {', '.join(MEASURED)}) "
+                               f"VALUES ({', '.join('?' * (4 + len(MEASURED)))})", (*key, *_columns(row.measured)))
             db.execute("INSERT OR REPLACE INTO learners VALUES (?,?,?,?,?,?)",
                        (learner, part, fingerprint, source, run_id, time.time()))
             db.execute("COMMIT")
@@ -155,15 +172,18 @@ class Gradebook:
         query = (f"SELECT g.learner, g.chapter, g.kind, g.component, "
                  f"CASE WHEN {by_hand} THEN MIN(m.points, g.max_points) ELSE g.points END, g.max_points, "
                  f"CASE WHEN {by_hand} THEN 'graded by hand' ELSE g.status END, "
-                 f"CASE WHEN {by_hand} THEN 'graded by hand in formgrader' ELSE g.message END, g.isolation "
-                 "FROM grades g LEFT JOIN manual m ON g.learner = m.learner AND g.chapter = m.chapter "
-                 "AND g.component = m.component AND g.kind = 'notebook'")
+                 f"CASE WHEN {by_hand} THEN 'graded by hand in formgrader' ELSE g.message END, g.isolation, "
+                 + ", ".join(f"c.{name}" for name in MEASURED) +
+                 " FROM grades g LEFT JOIN manual m ON g.learner = m.learner AND g.chapter = m.chapter "
+                 "AND g.component = m.component AND g.kind = 'notebook' "
+                 "LEFT JOIN measured c ON g.learner = c.learner AND g.chapter = c.chapter AND g.kind = c.kind "
+                 "AND g.component = c.component")
         args: tuple = ()
         if learner is not None:
             query += " WHERE g.learner = ?"
             args = (learner,)
         query += " ORDER BY g.learner, g.chapter, CASE g.kind WHEN 'course_lib' THEN 0 ELSE 1 END, g.seq"
-        return [(r[0], GradeRow(*r[1:])) for r in self.db.execute(query, args)]
+        return [(r[0], GradeRow(*r[1:9], measured=_measurement(r[9:]))) for r in self.db.execute(query, args)]
 
     def rows(self, learner: str) -> list[GradeRow]:
         return [row for _, row in self.table(learner)]
@@ -193,6 +213,22 @@ class Gradebook:
             for (learner, chapter, kind), (p, m) in sorted(totals.items()):
                 writer.writerow([csv_cell(learner), csv_cell(chapter), csv_cell(kind), csv_cell(p), csv_cell(m)])
         tmp.replace(path)
+
+
+def _columns(m: Measurement) -> tuple[Any, ...]:
+    """``m``'s values in MEASURED's order, as SQLite stores them (booleans as 0 or 1)."""
+    return tuple(int(v) if isinstance(v, bool) else v for v in (getattr(m, name) for name in MEASURED))
+
+
+def _measurement(values: tuple[Any, ...]) -> Measurement | None:
+    """A row's Measurement from its ``measured`` columns in MEASURED's order (None where it has none)."""
+    if values[0] is None:
+        return None
+    v = dict(zip(MEASURED, values))
+    return Measurement(accuracy=float(v["accuracy"]), se=float(v["se"]), parameters=int(v["parameters"]),
+                       weights=str(v["weights"]), passed=bool(v["passed"]), overclaimed=bool(v["overclaimed"]),
+                       minutes=None if v["minutes"] is None else float(v["minutes"]), device=str(v["device"]),
+                       pretrained=bool(v["pretrained"]))
 
 
 def csv_cell(value: Any) -> str:

@@ -2,10 +2,14 @@
 
 Data flows one way: submission -> snapshot -> sandbox -> outputs -> trusted comparison -> GradeRow ->
 grade table (gradebook.py) -> CSV and feedback (report.py).
+
+A row's message is text for people, in the language graded in, and may quote what a learner wrote: nothing
+reads a number back out of it. What a tool needs (the capstone's leaderboard) the grader writes as typed
+fields beside the row (``Measurement``), stored in the grade table's own columns.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Literal
 
 Kind = Literal["course_lib", "capstone", "notebook", "submission"]
@@ -26,6 +30,23 @@ class Options:
 
 
 @dataclass(frozen=True)
+class Measurement:
+    """What the grader measured of a trained model (grading/trained.py), as typed values, never parsed from a
+    message: the leaderboard and Gradescope's read these. The last three are what the run's summary claims
+    (not checked), bounded when the grader read them."""
+
+    accuracy: float        # on the test split, computed by the grader with the reference classifier
+    se: float              # one standard error of it
+    parameters: int        # counted in the model the weights were loaded into
+    weights: str           # handin.digest of the weights: what a verify verdict names
+    passed: bool           # reached the bar
+    overclaimed: bool      # run.json claims more than was measured, by more than noise
+    minutes: float | None  # claimed minutes of training (None: not said, or not a number)
+    device: str            # claimed device's name, bounded and escaped (trained.shown)
+    pretrained: bool       # claimed pretrained start
+
+
+@dataclass(frozen=True)
 class GradeRow:
     """One line of the grade table: a course_lib case, the capstone's trained model, a notebook's written answer,
     or a note on the submission."""
@@ -38,6 +59,7 @@ class GradeRow:
     status: str          # pass | fail | missing | error | warning | needs manual grading
     message: str
     isolation: str       # what the learner's code ran under: bwrap | rlimits | none (nothing ran)
+    measured: Measurement | None = field(default=None, kw_only=True)  # the capstone's measured model (its main row)
 
     def with_message(self, message: str) -> GradeRow:
         return replace(self, message=message)
