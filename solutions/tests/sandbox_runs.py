@@ -3,14 +3,18 @@ or cold, and the planted wrong fork servers.
 
 A run grades a learner module ``course_lib/hostile.py``, whose import does the planted harm, with a spec
 whose probes call its ``look()`` (what the run sees of the sandbox: other processes, /tmp, System V IPC,
-keys, open sockets, the zygote's fds, its own limits, its namespaces) or its ``tried()`` (what each call
-that the seccomp filter denies answers).
+keys, open sockets, the zygote's fds, its own limits, its namespaces), its ``tried()`` (what each call
+that the seccomp filter denies answers) or the ``net()`` of the harm ``sends_out`` gives (what sending
+out answers, to the listeners of ``listening``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import socket
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +23,8 @@ import torch
 from course_lib.provided.layout import LAYOUT
 
 REPO = LAYOUT.root
-SPEC = "PROBES = {'look': lambda impl, inputs: impl.hostile.look(), 'tried': lambda impl, inputs: impl.hostile.tried()}\n"
+SPEC = ("PROBES = {'look': lambda impl, inputs: impl.hostile.look(), 'tried': lambda impl, inputs: impl.hostile.tried(), "
+        "'net': lambda impl, inputs: impl.hostile.net()}\n")  # net(): in the harm sends_out() gives
 
 LOOK = '''
 import ctypes, os, resource, torch
@@ -146,6 +151,53 @@ def tried():
     return found
 '''
 
+SENDS_OUT = '''
+import socket, torch
+
+
+def net():
+    """0 where the call worked (and sent what it could), else its errno."""
+    found = {}
+    for name, family, kind in (("inet", socket.AF_INET, socket.SOCK_STREAM), ("udp", socket.AF_INET, socket.SOCK_DGRAM),
+                               ("inet6", socket.AF_INET6, socket.SOCK_STREAM),
+                               ("netlink", socket.AF_NETLINK, socket.SOCK_RAW),
+                               ("packet", socket.AF_PACKET, socket.SOCK_RAW)):
+        try:
+            with socket.socket(family, kind) as sock:
+                if name == "inet":
+                    sock.connect(("127.0.0.1", TCP_PORT))
+                    sock.sendall(b"STOLEN")
+                elif name == "udp":
+                    sock.sendto(b"STOLEN", ("127.0.0.1", UDP_PORT))
+            found[name] = 0
+        except OSError as exc:
+            found[name] = exc.errno
+    try:
+        socket.socketpair(socket.AF_INET).close()  # the kernel itself refuses it (EOPNOTSUPP) when not filtered
+        found["socketpair_inet"] = 0
+    except OSError as exc:
+        found["socketpair_inet"] = exc.errno
+    mine, theirs = socket.socketpair(socket.AF_UNIX)
+    mine.sendall(b"ok")
+    found["unix_pair"] = int(theirs.recv(2) != b"ok")
+    # a worker process and its queues; plain data, since a worker's tensors go through shared memory, which
+    # torch sizes with posix_fallocate, and the filter denies fallocate
+    try:
+        loader = torch.utils.data.DataLoader(range(4), batch_size=2, num_workers=1, collate_fn=list)
+        found["dataloader"] = int(list(loader) != [[0, 1], [2, 3]])
+    except OSError as exc:
+        found["dataloader"] = exc.errno
+    return {k: torch.tensor(v) for k, v in found.items()}
+'''
+
+
+def sends_out(tcp: int, udp: int) -> str:
+    """A harm whose ``net()`` sends to a TCP and a UDP listener on 127.0.0.1 (``listening``), tries each other
+    family a learner might, and checks that what the course needs (an AF_UNIX socketpair, a DataLoader
+    worker) still works (test_confine.py)."""
+    return SENDS_OUT.replace("TCP_PORT", str(tcp)).replace("UDP_PORT", str(udp))
+
+
 CLEAN = {"others": 0, "tmp": 0, "ipc": 0, "keys": 0, "sockets": 0, "zygote_fds": 0, "channels": 0}
 
 
@@ -221,3 +273,33 @@ def planted_zygote(warm_cls, folder: Path, *changes: tuple[str, str]):
 
 def clean_view(seen: dict) -> dict:
     return {k: seen[k] for k in CLEAN}
+
+
+@contextlib.contextmanager
+def listening() -> Iterator[tuple[int, int, Callable[[], list[bytes]]]]:
+    """A TCP and a UDP socket on 127.0.0.1 for a learner to send to: (TCP port, UDP port, received()), where
+    received() gives what reached them, one item a connection or a datagram (test_confine, test_gradescope)."""
+    with socket.socket() as tcp, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen(64)
+        udp.bind(("127.0.0.1", 0))
+        tcp.setblocking(False)
+        udp.setblocking(False)
+
+        def received() -> list[bytes]:  # a connection the kernel took waits in the backlog, its data buffered
+            got = []
+            while True:
+                try:
+                    conn, _ = tcp.accept()
+                except BlockingIOError:
+                    break
+                with conn:
+                    conn.settimeout(5)
+                    got.append(b"".join(iter(lambda: conn.recv(1 << 16), b"")))
+            while True:
+                try:
+                    got.append(udp.recv(1 << 16))
+                except BlockingIOError:
+                    return got
+
+        yield tcp.getsockname()[1], udp.getsockname()[1], received

@@ -18,7 +18,8 @@ def container_isolation(isolation: str) -> tuple[list[str], str]:
 
     ``bwrap``: bubblewrap or nothing. ``auto`` (the default): bubblewrap where it starts; where it does
     not (Docker's default confinement: no CAP_SYS_ADMIN, no new namespaces), the container confinement:
-    every learner process under the seccomp filter (NO_NEW_PRIVS needs no capability), as an
+    every learner process under the seccomp filter (NO_NEW_PRIVS needs no capability; it refuses every
+    socket but a unix one, so nothing can be sent out though the container's network is open), as an
     unprivileged uid with no capability that can read neither solutions/ nor the expected values nor
     /autograder/results, with rlimits; the container, thrown away after each upload, is the boundary
     between learners."""

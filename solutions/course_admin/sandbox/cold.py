@@ -10,14 +10,16 @@ and recorded in every grade row:
              place; ``--die-with-parent`` and ``--new-session``; uid 65534 inside. The grader's files,
              other submissions and the gradebook are simply not there.
 ``rlimits``  the fallback when bubblewrap cannot start (or was asked for): the same limits, a new
-             session, but the learner code sees the file system and the network. As root, the command
+             session, but the learner code sees the file system (and the network, where no seccomp
+             filter can be set: the filter refuses every socket but a unix one). As root, the command
              runs as an unprivileged uid of its own (``procs.sandbox_uid``) with RLIMIT_NPROC, and the
              sandbox directory is readable, not writable, by it; otherwise with the grader's own rights.
              The child's Python audit hook (sockets, subprocesses, files outside the sandbox) stops
              careless code, not a determined attacker: ``course grade`` asks for ``--trust-learners``.
 
 In both, the grading child loads a seccomp filter before any learner code (confine.py: no ptrace, no
-keyrings or message queues, no new namespaces or mounts ...), left in the box by ``confine_box``.
+keyrings or message queues, no new namespaces or mounts, no socket but a unix one ...), left in the box by
+``confine_box``.
 
 Under bwrap, the grading child normally does not come from ``run`` but from a warm sandbox (warm.py):
 one bwrap per grading process, with the same binds and limits, whose fork server forks a child per run

@@ -6,9 +6,17 @@ the warm and the cold way alike, under every isolation.
   (keyrings, POSIX message queues), no new namespaces (unshare, setns, clone with a CLONE_NEW* flag;
   clone3, whose flags a filter cannot read, answers ENOSYS so that the C library falls back to clone) and
   no mounts, no io_uring (whose operations bypass the filter), no fallocate (whose FALLOC_FL_KEEP_SIZE
-  reserves disk that RLIMIT_FSIZE does not bound). A denied call fails with EPERM, so learner
-  code that tries one gets an ordinary OSError. The filter is inherited by every thread and process the
-  run makes, and cannot be removed (``PR_SET_NO_NEW_PRIVS`` is set with it).
+  reserves disk that RLIMIT_FSIZE does not bound); and **no network** (``UNIX_ONLY``): socket and
+  socketpair of any address family but AF_UNIX (AF_INET, AF_INET6, AF_NETLINK, AF_PACKET ...), so that no
+  learner process can send anything out (the hidden cases' inputs, what it could read), even where the
+  network is open (Gradescope's container, whose setup needs it; under bubblewrap there is no network
+  anyway, so the rule costs nothing there). AF_UNIX stays: the sandbox's own pipes and sockets (the warm
+  sandbox's fork server, multiprocessing and torch's DataLoader workers) use it. socketcall, which
+  multiplexes the socket calls behind a pointer a filter cannot read, is denied whole on the architectures
+  that have it (not x86_64 or aarch64; and a call of another architecture, i386's int 0x80 included, kills
+  the process). A denied call fails with EPERM, so learner code that tries one gets an ordinary OSError.
+  The filter is inherited by every thread and process the run makes, and cannot be removed
+  (``PR_SET_NO_NEW_PRIVS`` is set with it).
 * Under the warm sandbox, a **run of its own** (``own_namespaces``): new user, network and IPC namespaces,
   so an abstract unix socket or an IPC object of one run is not there for the next.
 * **Undumpable** (``PR_SET_DUMPABLE`` 0): other processes of the same uid cannot open its /proc/<pid>/mem,
@@ -28,6 +36,7 @@ import ctypes
 import errno
 import functools
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -47,7 +56,12 @@ DENIED: dict[str, str] = {
     # FALLOC_FL_KEEP_SIZE reserves blocks that RLIMIT_FSIZE does not count (ext4): a run's log could take
     # the grader's disk. Nothing the course runs needs it; a plain write is bounded by the file-size limit.
     "fallocate": "reserves disk space that no file-size limit bounds",
+    # i386's, s390's ...: the socket calls multiplexed, their arguments behind a pointer (none on x86_64, aarch64)
+    "socketcall": "a socket of any family: the filter cannot read which",
 }
+# The network: these fail with EPERM for any address family (their first argument) but AF_UNIX, so that no
+# learner process can send anything out; AF_UNIX stays for the sandbox's own pipes (zygote, DataLoader).
+UNIX_ONLY: dict[str, str] = dict.fromkeys(["socket", "socketpair"], "the network: nothing may be sent out")
 # clone(2)'s flags that make a namespace (CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET)
 CLONE_NEW = (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000)
 PR_SET_DUMPABLE, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 4, 22, 38
@@ -64,24 +78,29 @@ class ConfineError(OSError):
 # ------------------------------------------------------------------ grader side: compile, and check here
 @functools.lru_cache(maxsize=None)
 def compile_filter() -> bytes:
-    """The BPF program of ``DENIED`` for this machine's architecture, compiled by libseccomp.
+    """The BPF program of ``DENIED`` and ``UNIX_ONLY`` for this machine's architecture, compiled by libseccomp.
 
     Raises ImportError or RuntimeError (pyseccomp or libseccomp missing) or OSError."""
-    return build_filter(DENIED)
+    return build_filter(DENIED, unix_only=True)
 
 
-def build_filter(denied: Iterable[str]) -> bytes:
+def build_filter(denied: Iterable[str], unix_only: bool = False) -> bytes:
     """A BPF program that fails the calls ``denied`` and clone with a CLONE_NEW* flag with EPERM, and
-    clone3 with ENOSYS (so that the C library falls back to clone); any other call is allowed."""
+    clone3 with ENOSYS (so that the C library falls back to clone); with ``unix_only``, also the calls of
+    ``UNIX_ONLY`` for any address family but AF_UNIX. Any other call is allowed."""
     import pyseccomp as seccomp
 
-    program = seccomp.SyscallFilter(seccomp.ALLOW)  # any other architecture's calls: killed (libseccomp)
-    for name in denied:
+    def exists(name: str) -> bool:  # a call this architecture does not have cannot be made either
         try:
-            seccomp.resolve_syscall(seccomp.system_arch(), name)
-        except Exception:  # noqa: BLE001 - a call this architecture does not have cannot be made either
-            continue
+            return seccomp.resolve_syscall(seccomp.system_arch(), name) >= 0  # < 0: libseccomp's pseudo number
+        except Exception:  # noqa: BLE001
+            return False
+
+    program = seccomp.SyscallFilter(seccomp.ALLOW)  # any other architecture's calls: killed (libseccomp)
+    for name in filter(exists, denied):
         program.add_rule(seccomp.ERRNO(errno.EPERM), name)
+    for name in filter(exists, UNIX_ONLY if unix_only else ()):  # all 64 bits compared: a family over 32 bits fails
+        program.add_rule(seccomp.ERRNO(errno.EPERM), name, seccomp.Arg(0, seccomp.NE, socket.AF_UNIX))
     for flag in CLONE_NEW:
         program.add_rule(seccomp.ERRNO(errno.EPERM), "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     program.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")

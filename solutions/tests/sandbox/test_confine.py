@@ -4,8 +4,9 @@ Every learner process runs under a seccomp filter loaded before any learner code
 way alike; under the warm sandbox each run has user, network and IPC namespaces of its own, and the fork
 server is the sandbox's undumpable pid 1. Planted: the attacks below, each run once against a wrong
 sandbox (children without the filter, sharing the sandbox's namespaces, the zygote beside bubblewrap's own
-init as before), where it works, so these tests can fail; and against the real one, where the next run
-sees nothing. Needs bubblewrap; the syscall numbers are x86_64's.
+init as before, a filter with no rule on the network), where it works, so these tests can fail; and against
+the real one, where the next run sees nothing and nothing reaches a listener of the test's. Needs
+bubblewrap; the syscall numbers are x86_64's.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ import pytest
 
 from course_lib.provided.layout import LAYOUT
 
-from ..sandbox_runs import CLEAN, SHARED_NAMESPACES, UNFILTERED, clean_view, planted_zygote, run, warm_cls  # noqa: F401
+from ..sandbox_runs import (CLEAN, SHARED_NAMESPACES, UNFILTERED, clean_view, listening, planted_zygote, run,  # noqa: F401
+                            sends_out, warm_cls)
 
 REPO = LAYOUT.root
 pytestmark = [
@@ -65,6 +67,52 @@ def test_planted_unfiltered_child_makes_the_calls(warm_cls, tmp_path):
     assert tried["unshare"] == tried["add_key"] == tried["mq_open"] == tried["keyctl"] == 0
     assert tried["fallocate"] != 1  # not denied: it worked, or failed for its own reason (fd 1 a pipe)
     assert tried["clone3"] != 38
+
+
+# What sends_out's net() answers under the filter: every family refused but AF_UNIX (the kernel's own
+# answers where unfiltered: 0 sent, 111 refused, 101 no route, 95 no socketpair of AF_INET)
+NO_NETWORK = {"inet": 1, "udp": 1, "inet6": 1, "netlink": 1, "packet": 1, "socketpair_inet": 1, "unix_pair": 0}  # 1: EPERM
+
+
+@pytest.fixture
+def listener():
+    """(the harm, sending to the test's listeners; received(): what reached them)."""
+    with listening() as (tcp, udp, received):
+        yield sends_out(tcp, udp), received
+
+
+@pytest.mark.parametrize("isolation", ["warm", "bwrap", "rlimits"])
+def test_a_run_cannot_open_a_network_socket(isolation, listener, monkeypatch, request):
+    """socket and socketpair of any family but AF_UNIX fail with EPERM under every isolation, the rlimits one
+    (the container confinement on Gradescope, where the network is open) included: nothing reaches the
+    test's listeners. An AF_UNIX socketpair and a DataLoader worker still work."""
+    from course_admin.sandbox import procs
+
+    harm, received = listener
+    if isolation == "rlimits":
+        monkeypatch.setattr(procs, "sandbox_uid", lambda: None)  # as in test_the_filter_denies_every_listed_call_cold
+    elif not procs.bwrap_works()[0]:
+        pytest.skip("bubblewrap does not work here")
+    w = request.getfixturevalue("warm_cls")() if isolation == "warm" else None
+    result, net, log = run(w, harm, probe="net", isolation="bwrap" if w else isolation)
+    assert result.returncode == 0 and net is not None, log
+    # under bubblewrap /dev/shm is read-only: no multiprocessing lock, so no worker, filter or not (EROFS)
+    assert net.pop("dataloader") == (0 if isolation == "rlimits" else 30) and net == NO_NETWORK, net
+    assert received() == []
+
+
+def test_planted_filter_without_the_network_rule_lets_a_run_send_out(listener, monkeypatch):
+    """Planted: the container confinement with the filter as it was (no rule on socket): the run sends to the
+    test's listeners, over TCP and UDP."""
+    from course_admin.sandbox import confine, procs
+
+    harm, received = listener
+    monkeypatch.setattr(procs, "sandbox_uid", lambda: None)
+    monkeypatch.setattr(confine, "compile_filter", lambda: confine.build_filter(confine.DENIED))
+    result, net, log = run(None, harm, probe="net", isolation="rlimits")
+    assert result.returncode == 0 and net is not None, log
+    assert net["inet"] == net["udp"] == net["netlink"] == 0 and net["socketpair_inet"] != 1, net
+    assert sorted(received()) == [b"STOLEN", b"STOLEN"]
 
 
 # A daemon serving a secret on an abstract unix socket, and a POSIX message queue with a message in it.
