@@ -14,13 +14,14 @@ Learners:    course check ch02 [--json]     run the public checks on your course
              course capstone finetune --quick   train the capstone's classifier (see course capstone -h)
 Instructors: course release | refs | grade  (tools in solutions/course_admin, not shipped to learners)
              course report --out grades/   what the class got wrong (report.html) and LMS totals
+             course verify SUBS --out grades/   re-run each capstone hand-in's recipe (the reference's code)
              course gradescope ch02         the chapter's Gradescope autograder zip
              course feedback ch02           course_lib feedback into nbgrader's, before release_feedback""")
 
 LEARNER = {"check": "course_lib.provided.check", "submit": "course_lib.provided.submit",
            "capstone": "course_lib.provided.capstone.run"}
 INSTRUCTOR = {"release": "course_admin.release.release", "refs": "course_admin.release.refs",
-              "grade": "course_admin.grading.grade", "report": "course_admin.exports.class_report",
+              "grade": "course_admin.grading.grade", "verify": "course_admin.grading.verify", "report": "course_admin.exports.class_report",
               "gradescope": "course_admin.exports.gradescope", "feedback": "course_admin.exports.hub_feedback"}
 
 

@@ -24,8 +24,7 @@ CODE = [REPO_ROOT / "course_lib", REPO_ROOT / "solutions" / "course_ref", WING, 
         REPO_ROOT / "solutions" / "tests", REPO_ROOT / "scripts", REPO_ROOT / "book" / "_code", REPO_ROOT / "tests"]
 # The programs the sandbox starts under `python -I -S`, which gives them no import path at all: they build the
 # path the learner's code runs with (the box first, then the venv's site-packages). Nothing imports them.
-SANDBOX_ENTRIES = {"solutions/course_admin/sandbox/child.py", "solutions/course_admin/sandbox/zygote.py",
-                   "solutions/course_admin/sandbox/verify_child.py"}
+SANDBOX_ENTRIES = {"solutions/course_admin/sandbox/child.py", "solutions/course_admin/sandbox/zygote.py"}
 
 
 def python_files(roots: list[Path]) -> list[Path]:

@@ -41,9 +41,9 @@ POINTS = 3.0                         # for reaching BAR, in chapter 08's total
 BAR = 0.78
 TFIDF_TEST = 0.839                   # the TF-IDF + LR baseline's test accuracy (README.md), shown beside
 MAX_BYTES = 16 * 2 ** 20             # the weights: 4.2 M parameters in float32 (the quick run with bigrams: float16)
-NEEDED = ("model", "size", "max_len", "dropout", "vocab_size", "valid_accuracy", "test_accuracy")
-MAX_LEN, MAX_VOCAB = 4096, 100_000   # the settings a hand-in may build a model with (presets: 128 and 256; 3,652)
-PICKLE_STARTS = (b"PK\x03\x04", b"\x80")  # torch.save's zip archive, a bare pickle
+NEEDED = ("model", "preset", "size", "max_len", "dropout", "vocab_size", "valid_accuracy", "test_accuracy")
+MAX_VOCAB = 100_000                  # the vocabulary a hand-in may build a model with (the train split's: 3,652)
+PICKLE_STARTS = (b"PK\x03\x04", b"\x80")  # torch.save's zip archive, a bare pickle: named when not safetensors
 Impl = Literal["learner", "reference"]
 
 
@@ -137,12 +137,22 @@ def _size_error(size: int) -> HandInError | None:
     return None
 
 
+def is_safetensors(data: bytes) -> bool:
+    """Whether ``data`` has safetensors' structure: eight bytes giving the length of a JSON header (little-endian),
+    the header, then the tensors. Told by structure, not by a first byte: a header of 128 bytes mod 256 makes the
+    file start with 0x80, a pickle's first byte (one header length in 32)."""
+    if len(data) < 10:
+        return False
+    length = int.from_bytes(data[:8], "little")
+    return 2 <= length <= len(data) - 8 and data[8:9] == b"{"
+
+
 def _weights(data: bytes) -> dict[str, torch.Tensor]:
     """The tensors of a safetensors file's bytes (read into memory, never mapped: a mapped file that changes
     underneath kills the reader); float16 ones as float32."""
     if (error := _size_error(len(data))) is not None:
         raise error
-    if data.startswith(PICKLE_STARTS):
+    if not is_safetensors(data) and data.startswith(PICKLE_STARTS):
         raise HandInError(f"{FOLDER}/{WEIGHTS} is a pickle (torch.save), which the grader never loads: it could "
                           "run code. Hand in with `make submit CH=08`, which writes safetensors")
     from safetensors import SafetensorError
@@ -189,19 +199,35 @@ def from_bytes(weights: bytes | None, run_text: bytes | None, vocab_text: bytes 
 
 def _bad_settings(run: dict[str, Any]) -> str | None:
     """What is wrong with the settings a model is built from (None: nothing). Bounded before anything is
-    built, since a model's buffers follow them (max_len 10**9 would ask the grader for hundreds of GB)."""
+    built, since a model's buffers follow them: the size and length are those of the run's preset (what
+    `course capstone finetune` writes), the rest within what any command could give."""
+    from .stages import PRESETS
+
     def number(key: str, low: float, high: float, kind: type = int) -> bool:
         value = run.get(key)
         return isinstance(value, kind) and not isinstance(value, bool) and low <= value <= high
-    if run.get("size") not in ("quick", "full"):
-        return f"size {run.get('size')!r} is neither 'quick' nor 'full'"
-    if not number("max_len", 1, MAX_LEN):
-        return f"max_len {run.get('max_len')!r} is not a whole number from 1 to {MAX_LEN}"
+    preset = PRESETS.get(run["preset"]) if isinstance(run.get("preset"), str) else None
+    if preset is None:
+        return f"preset {_shown(run.get('preset'))} is none of {', '.join(sorted(PRESETS))}"
+    for key in ("size", "max_len"):
+        if run.get(key) != preset[key] or isinstance(run.get(key), bool):
+            return f"{key} {_shown(run.get(key))} is not the {run['preset']} preset's ({preset[key]!r})"
     if not (number("dropout", 0.0, 0.99, float) or number("dropout", 0, 0)):
-        return f"dropout {run.get('dropout')!r} is not a probability below 1"
+        return f"dropout {_shown(run.get('dropout'))} is not a probability below 1"
     if not number("vocab_size", len(SPECIALS) + 1, MAX_VOCAB):
-        return f"vocab_size {run.get('vocab_size')!r} is not a whole number from {len(SPECIALS) + 1} to {MAX_VOCAB:,}"
+        return f"vocab_size {_shown(run.get('vocab_size'))} is not a whole number from {len(SPECIALS) + 1} to {MAX_VOCAB:,}"
+    if "seed" in run and not number("seed", -2 ** 63, 2 ** 63 - 1):
+        return f"seed {_shown(run.get('seed'))} is not a whole number"
+    device = run.get("device", "cpu")
+    if not (isinstance(device, str) and len(device) <= 16 and device.replace(":", "").isalnum() and device.isascii()):
+        return f"device {_shown(device)} is not a device's name (cpu, cuda:0, mps)"
     return None
+
+
+def _shown(value: object, width: int = 40) -> str:
+    """A learner's value as a message shows it: its repr (control characters escaped), at most ``width`` long."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 3] + "..."
 
 
 def read_handin(submission: Path) -> HandIn:
@@ -218,28 +244,52 @@ def read_handin(submission: Path) -> HandIn:
 
 def build_model(handin: HandIn, impl: Impl = "learner") -> nn.Module:
     """The run's classifier (``impl``: the learner's class or the reference's) with the hand-in's weights, in
-    evaluation mode; HandInError when they do not fit (missing, extra or wrongly shaped parameters)."""
+    evaluation mode; HandInError when they do not fit (missing, extra or wrongly shaped parameters).
+
+    The shapes are compared on a skeleton first (the model built on PyTorch's ``meta`` device, which allocates
+    nothing): a declared shape such as ``[N, 0]`` holds no bytes, so every size check on the file passes it, and
+    a model sized from it (an embedding of N rows) would be gigabytes. Only weights that fit are built for real,
+    and those are bounded by the file's size."""
     from .models import ModelUnavailable
     from .stages import make_classifier
     if handin.run["model"] != "transformer":
-        raise HandInError(f"the run trained --model {handin.run['model']}: the capstone grades your "
+        raise HandInError(f"the run trained --model {_shown(handin.run['model'])}: the capstone grades your "
                           "TransformerClassifier; hand in a `--model transformer` run")
+    run, keys = {**handin.run, "impl": impl}, handin.state.get("embed.keys")
     try:
-        model = make_classifier({**handin.run, "impl": impl}, handin.vocab, handin.state.get("embed.keys"))
+        try:
+            with torch.device("meta"):
+                skeleton = make_classifier(run, handin.vocab, None if keys is None else torch.empty(len(keys)))
+        except ModelUnavailable:
+            raise
+        except Exception:  # noqa: BLE001 - a learner's class that cannot be built on meta: their own machine
+            if impl == "reference":
+                raise
+            skeleton = None
+        if skeleton is not None:
+            _fit(skeleton.state_dict(), handin.state)
+        model = make_classifier(run, handin.vocab, keys)
     except ModelUnavailable as err:
         raise HandInError(str(err)) from None
     expected = model.state_dict()
-    missing = sorted(set(expected) - set(handin.state))
-    extra = sorted(set(handin.state) - set(expected))
-    shapes = [f"{k} {tuple(handin.state[k].shape)} (the model's: {tuple(v.shape)})"
-              for k, v in expected.items() if k in handin.state and handin.state[k].shape != v.shape]
+    _fit(expected, handin.state)
+    model.load_state_dict({k: handin.state[k].to(v.dtype) for k, v in expected.items()})
+    return model.eval()
+
+
+def _fit(expected: dict[str, torch.Tensor], state: dict[str, torch.Tensor]) -> None:
+    """HandInError unless ``state`` has exactly the parameters of ``expected``, each of its shape."""
+    missing = sorted(set(expected) - set(state))
+    extra = sorted(set(state) - set(expected))
+    shapes = [f"{k} {tuple(state[k].shape)} (the model's: {tuple(v.shape)})"
+              for k, v in expected.items() if k in state and state[k].shape != v.shape]
     if missing or extra or shapes:
-        said = [f"missing {', '.join(missing[:3])}" * bool(missing), f"unexpected {', '.join(extra[:3])}" * bool(extra),
+        said = [f"missing {', '.join(missing[:3])}" * bool(missing),
+                f"unexpected {', '.join(k if k.isprintable() and len(k) < 60 else _shown(k) for k in extra[:3])}"
+                * bool(extra),
                 f"wrong shapes: {'; '.join(shapes[:3])}" * bool(shapes)]
         raise HandInError("the weights do not fit the classifier their settings build ("
                           + "; ".join(s for s in said if s) + "): hand in a run trained with this code")
-    model.load_state_dict({k: handin.state[k].to(v.dtype) for k, v in expected.items()})
-    return model.eval()
 
 
 def recorded_quick_runs(records: list[Path]) -> list[tuple[str, float]]:
@@ -257,7 +307,7 @@ def derive_bar(accuracies: list[float], n: int = 1_723) -> float:
 
 def seed_spread(records: list[Path]) -> list[float]:
     """The test accuracies of recorded runs that differ only in their seed (the members of each ensemble in
-    ``records``): how far apart right code's runs land, what `course capstone verify` compares with."""
+    ``records``): how far apart right code's runs land, what `course verify` compares with."""
     return [m["test_accuracy"] for path in records for run in json.loads(Path(path).read_text(encoding="utf-8"))
             ["finetune"] for m in run.get("members", [])]
 

@@ -8,7 +8,6 @@
     course capstone plot                               # loss and accuracy curves into runs/capstone/plots/
     course capstone record --to runs.json              # every run under --out, hardware, versions, date: one JSON
     torchrun --nproc_per_node 4 -m course_lib.provided.cli capstone finetune --model transformer
-    course capstone verify SUBMISSION --out grades/    # instructors: re-run a hand-in's command on train alone
 
 ``--quick`` is the CPU mode (small model, short reviews, minutes on 2 cores); without it the defaults
 are sized for a GPU. Each run writes into ``--out`` (default runs/capstone) a folder such as
@@ -151,14 +150,6 @@ COMMANDS = {"baselines": baselines_command, "pretrain": pretrain, "finetune": fi
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["verify"]:  # the instructor's: its tools are not shipped to learners
-        from ..layout import LAYOUT
-        if not (LAYOUT.solutions / "course_admin").is_dir():
-            print("course capstone verify: an instructor's command; its tools ship only with the instructor's "
-                  "repository.", file=sys.stderr)
-            return 2
-        import importlib
-        return int(importlib.import_module("course_admin.grading.verify").main(argv[1:]))
     args = parser().parse_args(argv)
     try:
         return COMMANDS[args.command](args)

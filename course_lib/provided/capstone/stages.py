@@ -167,8 +167,9 @@ def describe(run: dict[str, Any], device: torch.device) -> str:
     return f"{device}{threads}"
 
 
-def finetune(args: argparse.Namespace, folder: Path | None = None) -> dict[str, Any] | None:
-    """Fine-tune one classifier into ``folder`` (default: the run folder); its summary (None on ranks other than 0)."""
+def finetune(args: argparse.Namespace, folder: Path | None = None, table: bool = True) -> dict[str, Any] | None:
+    """Fine-tune one classifier into ``folder`` (default: the run folder); its summary (None on ranks other than 0).
+    ``table``: print it beside the baselines at the end (fitted once if not cached in ``--out``)."""
     start, run = time.perf_counter(), settings(args, "finetune")
     folder = folder or run_folder(args, "finetune")
     run["threads"] = cpu_threads(args, folder)
@@ -223,7 +224,10 @@ def finetune(args: argparse.Namespace, folder: Path | None = None) -> dict[str, 
     if not result.is_main:
         return None
     device = next(result.model.parameters()).device
-    valid_accuracy, _, _ = score(result.model, valid_set, vocab.pad_id, device)
+    if device.type == "cpu" and "valid_accuracy" in result.last_eval:  # the last step's, as evaluated (fp32 there)
+        valid_accuracy = result.last_eval["valid_accuracy"]
+    else:  # on a GPU the evaluation ran under bf16 autocast: scored again in float32, as test is
+        valid_accuracy, _, _ = score(result.model, valid_set, vocab.pad_id, device)
     test_accuracy, _, _ = score(result.model, test_set, vocab.pad_id, device)
     summary = {**run, "device": str(device), "valid_accuracy": valid_accuracy, "test_accuracy": test_accuracy,
                "resumed_from": result.resumed_from, "train_seconds": result.train_seconds,
@@ -232,14 +236,18 @@ def finetune(args: argparse.Namespace, folder: Path | None = None) -> dict[str, 
     models = [(f"{folder.name} (this run, last step)", valid_accuracy, test_accuracy)]
     if best_file.is_file():  # chosen on valid alone; its test accuracy is reported, never used to choose
         best = torch.load(best_file, map_location=device, weights_only=True)
-        result.model.load_state_dict(best["model"])
-        best_test, _, _ = score(result.model, test_set, vocab.pad_id, device)
         step = next((r["step"] for r in read_metrics(folder / "metrics.jsonl")
                      if r.get("valid_accuracy") == best["valid_accuracy"]), None)
+        if step == result.step and best["valid_accuracy"] == valid_accuracy and device.type == "cpu":
+            best_test = test_accuracy  # the last step's weights, scored on test above
+        else:
+            result.model.load_state_dict(best["model"])
+            best_test, _, _ = score(result.model, test_set, vocab.pad_id, device)
         summary["best_valid"] = {"step": step, "valid_accuracy": best["valid_accuracy"], "test_accuracy": best_test}
         models.append((f"{folder.name} (best valid, step {step})", best["valid_accuracy"], best_test))
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    print(comparison_table(cached_baselines(Path(args.out)), models))
+    if table:
+        print(comparison_table(cached_baselines(Path(args.out)), models))
     resumed = f", resumed from step {result.resumed_from}" if result.resumed_from else ""
     print(f"{result.train_seconds:.0f} s of training for the whole run ({result.examples_per_second:.0f} examples/s, "
           f"{result.cpu_seconds:.0f} s of CPU), {summary['wall_seconds']:.0f} s for this command{resumed}; "

@@ -110,9 +110,10 @@ def leaderboard_html(rows: list[dict]) -> str:
             "the reference's recorded runs. Accuracy ± one standard error and parameters are the grader's; "
             "minutes, device and pretraining are what each run's summary says. A high score proves these "
             "weights score it, not that the learner's code and stated settings trained them: a row stays "
-            "<i>not verified</i> until <code>course capstone verify</code> runs the recorded command again with "
-            "the learner's code on the train split alone; <i>verified</i> means that re-run reached the "
-            "hand-in's accuracy within run-to-run noise, not who ran it or how long it took.</p>"
+            "<i>not verified</i> until <code>course verify</code> trains the recorded recipe again with the "
+            "reference implementation; <i>verified</i> means that re-run reached the hand-in's accuracy within "
+            "run-to-run noise: the weights are no better than their recipe explains. Not that the learner's code "
+            "trained them, who ran it or how long it took.</p>"
             "<table><tr><th>who</th><th>test accuracy</th><th>parameters</th><th>training minutes</th>"
             f"<th>device</th><th>pretrained</th><th>verified</th></tr>{body}</table>")
 

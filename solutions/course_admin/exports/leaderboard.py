@@ -12,8 +12,8 @@ to the next and nobody without the folder can map ids to names; ``names=True`` s
 
 What the leaderboard can prove: that these weights score this accuracy on the test split. Not that the
 learner trained them with their code and the settings their summary states: the corpus is public, so weights
-could come from anywhere. Each learner's row says "not verified" until `course capstone verify` (grading/
-verify.py) has re-run the recorded command on the train split alone, then its verdict: "verified" (the
+could come from anywhere. Each learner's row says "not verified" until `course verify` (grading/verify.py)
+has trained the recorded recipe again with the reference implementation, then its verdict: "verified" (the
 re-run lands within run-to-run noise of the hand-in), "failed", "not verifiable" (a GPU run, a pretrained
 start, an ensemble) or "unfinished". A verdict counts only beside the weights it was made on (their digest):
 a learner who hands in again is "not verified" until verified again.

@@ -322,8 +322,10 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     export(book, out)
     if not args.quiet:
+        own, largest = procs.peak_memory_mb()
         _say(f"course grade: done in {time.monotonic() - t0:.1f} s; wrote {out / 'grades.csv'}, "
-             f"{out / 'totals.csv'}, {out / 'feedback'}/")
+             f"{out / 'totals.csv'}, {out / 'feedback'}/; peak memory {own:.0f} MB here, {largest:.0f} MB in the "
+             "largest worker or learner process")
     book.close()
     plan.cleanup()
     return 0

@@ -191,3 +191,16 @@ def unprivileged() -> tuple[bool | None, str]:
                   "Learner code is never given the right to read every file instead. Make the interpreter and the "
                   f"virtual environment readable by all users (e.g. chmod o+x {closed[0] if closed else 'FOLDER'}, "
                   "or a Python installed outside /root), or install bubblewrap (apt-get install bubblewrap)")
+
+
+def peak_memory_mb() -> tuple[float, float]:
+    """(this process's peak resident memory, the largest of its finished descendants'), MB: what `course grade`
+    and `course verify` print at their end. The first is the process's own high-water mark (VmHWM); a child's
+    count starts from its parent's (getrusage carries it over exec), so the second is at least the parent's
+    size when it started the child."""
+    import resource
+    status = Path("/proc/self/status")
+    hwm = next((line.split()[1] for line in status.read_text().splitlines() if line.startswith("VmHWM:")),
+               None) if status.is_file() else None
+    own = int(hwm) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024

@@ -49,10 +49,10 @@ def pages(tree: Path) -> dict[str, str]:
 
 def test_a_grader_module_runs_again_only_the_pages_that_reach_it(tree: Path) -> None:
     """No page of the book imports the grader: an edit to solutions/course_admin/ keeps every page's digest. A
-    planted page that does (directly, or through course_lib's command that imports verify by its name, whose
-    relative imports reach trained.py) gets a new digest from the same edit."""
+    planted page that does (directly, or through the `course` command, which names the instructor's modules by
+    string, verify among them, whose relative imports reach trained.py) gets a new digest from the same edit."""
     planted = {"direct": "```{code-cell} ipython3\nfrom course_admin.grading import trained\n```\n",
-               "by name": "```{code-cell} ipython3\nfrom course_lib.provided.capstone.run import main\n```\n"}
+               "by name": "```{code-cell} ipython3\nfrom course_lib.provided.cli import main\n```\n"}
     before = {name: course_sources.reads_digest(text, tree) for name, text in {**pages(tree), **planted}.items()}
     assert len(pages(tree)) >= 10
     with open(tree / "solutions/course_admin/grading/trained.py", "ab") as fh:

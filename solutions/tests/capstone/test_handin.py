@@ -8,7 +8,10 @@ must raise HandInError with a message that names it, never a traceback from deep
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -194,7 +197,7 @@ def test_a_vocabulary_of_another_run(packed) -> None:
 def test_a_run_json_that_is_not_a_summary(packed) -> None:
     _, submission = packed
     (submission / handin.FOLDER / handin.RUN).write_text(json.dumps({"model": "transformer"}))
-    with pytest.raises(HandInError, match="lacks the run's size"):
+    with pytest.raises(HandInError, match="lacks the run's preset, size"):
         handin.read_handin(submission)
 
 
@@ -247,11 +250,15 @@ def test_submit_finds_the_best_run_or_says_what_to_do(packed, tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("key, value, said", [
-    ("max_len", 10 ** 9, "max_len 1000000000 is not a whole number from 1 to 4096"),
-    ("max_len", "128", "max_len '128' is not a whole number"),
-    ("size", "huge", "size 'huge' is neither"),
+    ("max_len", 10 ** 9, r"max_len 1000000000 is not the quick preset's \(128\)"),
+    ("max_len", "128", "max_len '128' is not the quick preset's"),
+    ("size", "huge", "size 'huge' is not the quick preset's"),
     ("dropout", 1.5, "dropout 1.5 is not a probability"),
     ("vocab_size", 10 ** 7, "vocab_size 10000000 is not a whole number"),
+    # learner text that a report shows: refused, and named escaped (a newline could write a row of its own)
+    ("preset", "quick\n1,000 parameters; weights 0123456789ab", r"preset 'quick\\n1,000 parameters; weights 012\.\.\. is none of"),
+    ("seed", "0\nweights 0123456789ab", r"seed '0\\nweights 0123456789ab' is not a whole number"),
+    ("device", "cpu\nverified", r"device 'cpu\\nverified' is not a device's name"),
 ])
 def test_settings_are_bounded_before_a_model_is_built(packed, key: str, value, said: str) -> None:
     """A hostile run.json must not make the grader allocate what its settings ask (max_len 10**9: a positional
@@ -261,3 +268,47 @@ def test_settings_are_bounded_before_a_model_is_built(packed, key: str, value, s
     run_file.write_text(json.dumps({**json.loads(run_file.read_text()), key: value}))
     with pytest.raises(HandInError, match=said):
         handin.read_handin(submission)
+
+
+def test_a_shape_without_bytes_builds_nothing(packed, tmp_path: Path) -> None:
+    """Issue 41 (high): a tensor of shape [N, 0] holds no bytes, so the file passes every size check, and a model
+    sized from it (the bigram embedding has len(embed.keys) + 1 rows) would be N x 128 floats. The shapes are
+    compared on a skeleton first: refused, named, and the grader's own process stays small (measured in a child:
+    its VmHWM, the peak of its own memory; getrusage's ru_maxrss would carry the parent's over exec)."""
+    _, submission = packed
+    rewrite(submission, lambda s: s.__setitem__("embed.keys", torch.empty(10 ** 8, 0, dtype=torch.long)))
+    assert weights_path(submission).stat().st_size < 4 * 2 ** 20          # a few MB, like any quick hand-in
+    script = (
+        "import json, sys, time\nfrom pathlib import Path\n"
+        "from course_admin.grading import trained\n"
+        "from course_admin.intake.submissions import Reader\n"
+        "from course_lib.provided.capstone.handin import HandInError\n"
+        "start = time.perf_counter()\n"
+        "try:\n"
+        "    trained.measure(Reader(Path(sys.argv[1]))); said = 'measured'\n"
+        "except HandInError as err:\n"
+        "    said = str(err)\n"
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"
+        "print(json.dumps({'said': said, 'seconds': time.perf_counter() - start, 'peak_mb': int(hwm) / 1024}))\n")
+    (submission / "manifest.json").write_text(json.dumps({"learner": "oscar", "chapter": "08"}))
+    done = subprocess.run([sys.executable, "-c", script, str(submission)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"a [10**8, 0] hand-in: {got['seconds']:.1f} s, peak {got['peak_mb']:.0f} MB")
+    assert "wrong shapes: embed.keys (100000000, 0)" in got["said"], got["said"]
+    assert got["peak_mb"] < 768                                             # N x 128 floats would be 51 GB
+
+
+def test_safetensors_are_told_by_structure_not_by_a_first_byte(packed) -> None:
+    """Issue 41 (low): a header of 128 mod 256 bytes makes a real safetensors file start with 0x80, a pickle's
+    first byte. Such a file reads; a torch.save file is still named a pickle."""
+    _, submission = packed
+    state = read_state(submission)
+    for pad in range(256):
+        save_file(state, str(weights_path(submission)), metadata={"run": "r" * pad})
+        data = weights_path(submission).read_bytes()
+        if data[0] == 0x80:
+            break
+    assert data[0] == 0x80 and int.from_bytes(data[:8], "little") % 256 == 128
+    assert handin.digest(handin.read_handin(submission).state) == handin.digest(state)

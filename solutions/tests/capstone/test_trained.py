@@ -178,10 +178,13 @@ def test_other_chapters_have_no_trained_model(weak: Path, tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_a_planted_class_grades_as_expected(strong: Path, weak: Path, tmp_path: Path) -> None:
     subs = tmp_path / "subs"
-    for learner, run in (("strong", strong), ("weak", weak), ("liar", weak), ("nothing", None)):
+    for learner, run in (("strong", strong), ("weak", weak), ("liar", weak), ("nothing", None), ("huge", weak)):
         submission(subs, learner, run)
     liar = subs / "liar" / handin.FOLDER / handin.RUN
     liar.write_text(json.dumps({**json.loads(liar.read_text()), "test_accuracy": 0.99, "best_valid": None}))
+    from safetensors.torch import load, save_file                 # oversized: 10**8 bigram rows declared in no bytes
+    huge = subs / "huge" / handin.FOLDER / handin.WEIGHTS
+    save_file({**load(huge.read_bytes()), "embed.keys": torch.empty(10**8, 0, dtype=torch.long)}, str(huge))
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out", str(out),
                            "--jobs", "2", "--no-notebooks", "--trust-learners", "--chapters", "ch08"],
@@ -195,10 +198,13 @@ def test_a_planted_class_grades_as_expected(strong: Path, weak: Path, tmp_path: 
     assert float(got["strong", trained.COMPONENT]["points"]) == handin.POINTS
     assert {got[who, trained.COMPONENT]["status"] for who in ("weak", "liar")} == {"fail"}
     assert got["nothing", trained.COMPONENT]["status"] == "missing"
+    assert got["huge", trained.COMPONENT]["status"] == "error" and "embed.keys (100000000, 0)" in got[
+        "huge", trained.COMPONENT]["message"]
     assert got["liar", trained.CLAIM]["status"] == "warning" and ("strong", trained.CLAIM) not in got
+    assert "peak memory" in proc.stdout, proc.stdout[-2000:]
     with open(out / "totals.csv", newline="", encoding="utf-8") as fh:
         totals = [r for r in csv.DictReader(fh) if r["kind"] == trained.KIND]
-    assert sorted(float(r["max_points"]) for r in totals) == [handin.POINTS] * 4   # every learner out of the same
+    assert sorted(float(r["max_points"]) for r in totals) == [handin.POINTS] * 5   # every learner out of the same
     feedback = (out / "feedback" / "strong.md").read_text(encoding="utf-8")
     assert "### Trained model: 3 / 3" in feedback and "TF-IDF + LR scores 83.9%" in feedback
     report = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "report", "--out", str(out), "--names"],

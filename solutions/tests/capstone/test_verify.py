@@ -1,11 +1,12 @@
-"""`course capstone verify` (grading/verify.py): a hand-in's recorded command run again on train alone.
+"""`course verify` (grading/verify.py): a hand-in's recorded recipe trained again with the reference's code.
 
-Planted: an honest short run (verified, the re-run scoring what the hand-in scores), the weights of a
-longer run handed in under the short run's summary (failed: the recorded command does not reach them), a
-learner's module that looks for the corpus from inside the sandbox (it finds the package empty and no
-valid or test in the box), a GPU run, a pretrained run, an ensemble, settings no command writes, another
-vocabulary, a re-run that outlives --timeout, and no bubblewrap (nothing verified). The leaderboard shows
-each verdict beside the weights it was made on only.
+Planted: an honest short run (verified, the re-run scoring what the hand-in scores); the weights of a longer run
+handed in under the short run's summary, beside a learner's module that carries finished weights and would
+hand them back from any sandbox (failed: the recipe does not reach them, and no learner code runs); recipes
+whose numbers would size the grader (steps, evaluations) or are not numbers at all (failed before anything
+runs); a GPU run, a pretrained run, an ensemble, settings no command writes, another vocabulary; a re-run
+past --timeout or --memory (unfinished); a planted class, honest, smuggled, lying and oversized, verified
+by the command with the peak memory printed and one re-run for the recipe two learners share.
 """
 from __future__ import annotations
 
@@ -14,20 +15,19 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load, save_file
 
 from course_admin.grading import trained, verify
 from course_admin.intake.submissions import Reader
-from course_admin.sandbox import cold
-from course_lib.provided.capstone import data, handin
+from course_lib.provided.capstone import handin
 
 from .test_trained import RECORDS, _run, submission
 from .test_training import one_thread  # noqa: F401 - autouse: one thread
 
 pytestmark = [
-    pytest.mark.skipif(not cold.bwrap_works()[0], reason="verify runs under bubblewrap only"),
     pytest.mark.grading,
     pytest.mark.training,
-    pytest.mark.xdist_group("capstone_quick_run"),  # conftest.py's quick_run: trained once, on one worker
 ]
 
 
@@ -64,97 +64,61 @@ def test_judge_marks_a_gap_over_the_tolerance_as_failed() -> None:
     assert failed.status == "failed" and "points below it" in failed.message
 
 
-# ------------------------------------------------------------------ re-runs in the sandbox
-@pytest.mark.slow
-def test_an_honest_run_is_verified_by_its_re_run(short: Path, tmp_path: Path) -> None:
-    folder = submission(tmp_path, "zoe", short)
-    verdict = verify.verify(Reader(folder), work=tmp_path)
-    summary = json.loads((short / "summary.json").read_text())
-    assert verdict.status == "verified", verdict.message
-    assert verdict.step == summary["best_valid"]["step"]          # the same step chosen on valid
-    assert abs(verdict.rerun - verdict.submitted) <= verify.TOLERANCE
-    assert verdict.submitted == trained.measure(Reader(folder))[1]
-    assert verdict.weights == handin.digest(handin.read_handin(folder).state)
+# ------------------------------------------------------------------ re-runs of the recipe
+def test_a_re_run_past_its_limits_is_unfinished(short: Path, tmp_path: Path) -> None:
+    """The re-run's own limits: --timeout (its process group killed) and --memory (its address space)."""
+    argv = verify.recipe(json.loads((short / "summary.json").read_text()), timeout_s=1200.0)
+    assert isinstance(argv, list), argv
+    verdict = verify.rerun(argv, timeout_s=3, memory_mb=4096, work=tmp_path)
+    assert verdict.status == "unfinished" and "--timeout 3 s" in verdict.message, verdict.message
+    verdict = verify.rerun(argv, timeout_s=600, memory_mb=300, work=tmp_path)
+    assert verdict.status == "unfinished" and "--memory 300 MB" in verdict.message, verdict.message
+    assert not list(tmp_path.glob("verify_*"))                    # each re-run's folder is removed
 
 
-@pytest.mark.slow
-def test_a_bigram_run_sends_weights_larger_than_a_grading_frame(tmp_path: Path) -> None:
-    """4.3 M parameters (17 MB in float32), over the 4 MiB a case's result may have: the re-run's frames are
-    bounded by verify's own limit, and such a run verifies too."""
-    run = _run(tmp_path / "bigrams", steps=20, extra=("--bigrams", "5"))
-    assert json.loads((run / "summary.json").read_text())["parameters"] * 4 > 4 * 1024**2
-    verdict = verify.verify(Reader(submission(tmp_path, "bea", run)), work=tmp_path)
-    assert verdict.status == "verified", verdict.message
-
-
-@pytest.mark.slow
-def test_weights_the_recorded_command_does_not_reach_fail(short: Path, longer: Path, tmp_path: Path) -> None:
-    folder = submission(tmp_path, "max", longer)                  # 160 steps' weights ...
-    recorded = json.loads((short / "summary.json").read_text())   # ... under the 40-step run's summary
-    (folder / handin.FOLDER / handin.RUN).write_text(json.dumps(recorded))
-    verdict = verify.verify(Reader(folder), work=tmp_path)
-    assert verdict.status == "failed" and "points below it" in verdict.message, verdict.message
-    assert verdict.submitted - verdict.rerun > verify.TOLERANCE
-
-
-def test_the_sandbox_holds_the_train_split_alone(short: Path, tmp_path: Path) -> None:
-    folder = submission(tmp_path, "eve", short)
-    corpus = data.package_dir().resolve()
-    with open(folder / "course_lib" / "classifier.py", "a", encoding="utf-8") as fh:
-        fh.write(f"\nimport os as _os\nraise RuntimeError('planted saw ' + repr(sorted(_os.listdir({str(corpus)!r})))"
-                 " + repr(sorted(_os.listdir('/sandbox'))))\n")
-    verdict = verify.verify(Reader(folder), work=tmp_path)
-    assert verdict.status == "failed" and "planted saw []" in verdict.message, verdict.message  # the package: empty
-    box = verdict.message.split("planted saw []", 1)[1]
-    assert "train.json" in box and not any(word in box for word in ("valid", "test", "neg.txt"))
-    assert (corpus / "sentiment" / "neg.txt").is_file()           # out of the box, it is there
-
-
-@pytest.mark.slow
-def test_a_re_run_past_the_timeout_is_unfinished(short: Path, tmp_path: Path) -> None:
-    folder = submission(tmp_path, "slow", short)
-    with open(folder / "course_lib" / "classifier.py", "a", encoding="utf-8") as fh:
-        fh.write("\nimport time as _time\n_time.sleep(600)\n")
-    edit_run(folder, train_seconds=1.0)
-    verdict = verify.verify(Reader(folder), timeout_s=20, work=tmp_path)
-    assert verdict.status == "unfinished" and "--timeout 20 s" in verdict.message, verdict.message
+SMUGGLER = """
+import torch as _torch
+_SMUGGLED = _torch.load({blob!r}, weights_only=True)
+open({marker!r}, "w").write("the learner's module ran")
+_real_state_dict = TransformerClassifier.state_dict
+TransformerClassifier.state_dict = lambda self, *a, **k: dict(_SMUGGLED)
+"""
 
 
 # ------------------------------------------------------------------ decided before anything runs
 @pytest.mark.parametrize("changes, status, said", [
-    ({"device": "cuda:0"}, "not verifiable", "this sandbox has no GPU"),
+    ({"device": "cuda:0"}, "not verifiable", "a 'cuda' run: verify re-runs on this machine's CPU"),
     ({"pretrained": "/runs/pretrain-transformer-quick"}, "not verifiable", "pretraining run"),
     ({"seeds": 5}, "not verifiable", "an ensemble of 5 seeds"),
     ({"train_seconds": 3000.0}, "not verifiable", "50 min of training"),
     ({"warmup": 7}, "failed", "warmup 7 (the options give 5)"),
     ({"preset": "huge"}, "failed", "a known preset"),
+    # issue 41 (medium): the numbers that sized verify's memory and disk, refused before anything is built
+    ({"steps": 50_000_000, "eval_every": 1}, "failed", "steps 50000000 is not a whole number from 1 to 100,000"),
+    ({"steps": 100_000, "eval_every": 1}, "failed", "100,000 evaluations (steps / eval_every), over the 1,000"),
+    ({"eval_every": 0}, "failed", "eval_every 0 is not a whole number"),
+    ({"batch_size": 10**9}, "failed", "batch_size 1000000000 is not a whole number"),
+    ({"lr": "1e-3"}, "failed", "lr '1e-3' is not a learning rate"),
+    ({"threads": True}, "failed", "threads True is not a whole number"),
 ])
-def test_runs_verify_cannot_re_run_say_why(short: Path, tmp_path: Path, changes: dict, status: str, said: str,
-                                           monkeypatch) -> None:
-    monkeypatch.setattr(verify, "rerun", lambda *a, **k: pytest.fail("nothing may run"))
-    folder = submission(tmp_path, "x", short)
-    edit_run(folder, **changes)
-    verdict = verify.verify(Reader(folder), work=tmp_path)
-    assert (verdict.status, verdict.weights) == (status, handin.digest(handin.read_handin(folder).state))
+def test_runs_verify_cannot_re_run_say_why(short: Path, changes: dict, status: str, said: str) -> None:
+    """Decided from run.json alone, before anything is built or run (the class test below goes through the
+    whole command with one of them)."""
+    verdict = verify.recipe({**json.loads((short / "summary.json").read_text()), **changes}, timeout_s=1200.0)
+    assert isinstance(verdict, verify.Verdict) and verdict.status == status, verdict
     assert said in verdict.message, verdict.message
 
 
 def test_another_vocabulary_fails_before_the_re_run(short: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(verify, "rerun", lambda *a, **k: pytest.fail("nothing may run"))
     folder = submission(tmp_path, "v", short)
+    monkeypatch.setattr(handin, "accuracy", lambda *a, **k: (0.8, 0.01))   # the grader's scoring: not this test's
     path = folder / handin.FOLDER / handin.VOCAB
     vocab = json.loads(path.read_text())
     vocab["chars"][0], vocab["chars"][1] = vocab["chars"][1], vocab["chars"][0]  # same size, other text's order
     path.write_text(json.dumps(vocab))
     verdict = verify.verify(Reader(folder), work=tmp_path)
     assert verdict.status == "failed" and "vocabulary" in verdict.message
-
-
-def test_without_bubblewrap_nothing_is_verified(short: Path, tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(cold, "bwrap_works", lambda: (False, "planted: no bwrap"))
-    assert verify.main([str(submission(tmp_path, "x", short)), "--out", str(tmp_path / "out")]) == 2
-    assert "could read the corpus's test split" in capsys.readouterr().err
-    assert not (tmp_path / "out" / verify.VERDICTS).exists()
 
 
 def test_a_crash_on_one_learner_keeps_every_other_verdict(short: Path, tmp_path: Path, monkeypatch, capsys) -> None:
@@ -172,24 +136,6 @@ def test_a_crash_on_one_learner_keeps_every_other_verdict(short: Path, tmp_path:
     assert "bob: not verified: verify itself failed (RuntimeError: planted crash)" in capsys.readouterr().err
 
 
-# ------------------------------------------------------------------ the leaderboard shows the verdicts
-@pytest.mark.slow
-def test_the_leaderboard_shows_each_verdict_beside_its_weights(short: Path, longer: Path, tmp_path: Path) -> None:
-    from course_admin.exports.leaderboard import leaderboard
-    folders = {"ada": submission(tmp_path, "ada", short), "bob": submission(tmp_path, "bob", short),
-               "cyd": submission(tmp_path, "cyd", short), "dan": submission(tmp_path, "dan", longer)}
-    table = [(who, r) for who, folder in folders.items() for r in trained.trained_rows(Reader(folder), "08")]
-    digest = {who: handin.digest(handin.read_handin(folder).state) for who, folder in folders.items()}
-    out = tmp_path / "out"
-    out.mkdir()
-    verify.save_verdict(out, "ada", verify.Verdict("verified", "planted", weights=digest["ada"]))
-    verify.save_verdict(out, "bob", verify.Verdict("failed", "planted", weights=digest["bob"]))
-    verify.save_verdict(out, "dan", verify.Verdict("verified", "planted", weights=digest["ada"]))  # another hand-in
-    board = {r["name"]: r["verified"] for r in leaderboard(table, out, names=True) if not r["fixed"]}
-    assert board == {"ada": "verified", "bob": "failed", "cyd": "not verified",
-                     "dan": "not verified (the verdict was on an earlier hand-in)"}
-
-
 def test_the_presets_recorded_runs_fit_the_default_limits() -> None:
     """A whole quick-preset run (600 steps) as the book recorded it: verify would re-run it under the default
     --timeout, with the options it was made with (the re-run itself is the strong run's, below)."""
@@ -204,19 +150,14 @@ def test_the_presets_recorded_runs_fit_the_default_limits() -> None:
     assert verify.recipe(planted, timeout_s=1200.0).status == "not verifiable"
 
 
-@pytest.mark.slow
-def test_a_strong_run_reaches_the_bar_and_is_verified_under_the_default_limits(quick_run: Path,
-                                                                               tmp_path: Path) -> None:
-    """A strong quick-preset run (300 steps of 64, evaluated three times; conftest.py): re-run in the sandbox under
-    the default --timeout and memory, it lands where the hand-in does."""
-    run = quick_run
-    verdict = verify.verify(Reader(submission(tmp_path, "quinn", run)), work=tmp_path)
-    assert verdict.status == "verified", verdict.message
-    assert verdict.submitted >= handin.BAR and abs(verdict.rerun - verdict.submitted) <= verify.TOLERANCE
-
-
-def test_course_capstone_verify_reaches_the_instructors_command(tmp_path: Path, monkeypatch, capsys) -> None:
-    from course_lib.provided.capstone.run import main
-    monkeypatch.setattr(cold, "bwrap_works", lambda: (False, "planted: no bwrap"))
-    assert main(["verify", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 2
-    assert "course capstone verify: needs bubblewrap (planted: no bwrap)" in capsys.readouterr().err
+def test_the_instructors_command_is_course_verify_and_the_learners_package_does_not_know_it(tmp_path: Path,
+                                                                                            capsys) -> None:
+    from course_lib.provided import cli
+    from course_lib.provided.capstone import run
+    assert cli.INSTRUCTOR["verify"] == "course_admin.grading.verify"
+    assert "course_admin" not in Path(run.__file__).read_text(encoding="utf-8")
+    with pytest.raises(SystemExit):
+        run.main(["verify", str(tmp_path), "--out", str(tmp_path / "out")])   # not a capstone command now
+    assert "invalid choice: 'verify'" in capsys.readouterr().err
+    assert cli.main(["verify", str(tmp_path / "none"), "--out", str(tmp_path / "out")]) == 1
+    assert "none: not verified: no such file or folder" in capsys.readouterr().err
