@@ -231,9 +231,10 @@ def choose_isolation(args: argparse.Namespace) -> str | None:
     if args.require_sandbox:
         _err(f"--require-sandbox: bubblewrap is not what would run ({why}); nothing graded")
         return None
+    network = "" if filtered else ", reach the network"
     if not args.trust_learners:
-        _err(f"{why}. Without bubblewrap, learner code runs with your rights: it can read your files, reach "
-             "the network and, unless you are root, write whatever you can (the rlimits fallback limits time "
+        _err(f"{why}. Without bubblewrap, learner code runs with your rights: it can read your files{network} "
+             "and, unless you are root, write whatever you can (the rlimits fallback limits time "
              "and memory, it is no boundary). Install bubblewrap (apt-get install bubblewrap), or, for learners "
              "you trust, pass --trust-learners. Nothing graded.")
         return None
@@ -242,18 +243,20 @@ def choose_isolation(args: argparse.Namespace) -> str | None:
         _err(f"{why}, and the fallback cannot drop root's rights: {how}. Nothing graded.")
         return None
     rule = "!" * 100
-    for line in (rule, f"NOT SANDBOXED: {why}.", *_what_remains(how, Path(args.out)),
+    for line in (rule, f"NOT SANDBOXED: {why}.", *_what_remains(how, Path(args.out), filtered),
                  "--trust-learners was given; every row of this run says isolation=rlimits.", rule):
         _err(line)
     return isolation
 
 
-def _what_remains(how: str, out: Path) -> list[str]:
-    """The banner's lines on what learner code can still do under the rlimits fallback."""
+def _what_remains(how: str, out: Path, filtered: bool) -> list[str]:
+    """The banner's lines on what learner code can still do under the rlimits fallback (``filtered``: under the
+    seccomp filter, which refuses every socket but a unix one, confine.py)."""
+    network = ("it opens no network socket (the seccomp filter)" if filtered else "it can reach the network")
     if procs.sandbox_uid() is None:
-        return ["Learner code runs under rlimits only, as YOU: it can read your files, write whatever you can "
-                "and reach the network."]
-    lines = [f"Learner code runs under rlimits only: {how}, and it can reach the network.",
+        return [f"Learner code runs under rlimits only, as YOU: it can read your files and write whatever you "
+                f"can; {network}."]
+    lines = [f"Learner code runs under rlimits only: {how}; {network}.",
              f"{out / '.prepared'} (expected values) is made readable by you alone."]
     for secret, what in ((LAYOUT.root / "solutions", "the reference and the hidden cases"),
                          (out, "the grade table and every learner's feedback")):
