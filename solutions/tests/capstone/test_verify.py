@@ -18,7 +18,7 @@ import pytest
 import torch
 from safetensors.torch import load, save_file
 
-from course_admin.grading import trained, verify
+from course_admin.grading import verify
 from course_admin.intake.submissions import Reader
 from course_lib.provided.capstone import handin
 
@@ -148,6 +148,45 @@ def test_the_presets_recorded_runs_fit_the_default_limits() -> None:
         assert argv[argv.index("--steps") + 1] == str(run["steps"])
     planted = {**runs[0], "train_seconds": 601.0}                 # a run over half the timeout is not re-run
     assert verify.recipe(planted, timeout_s=1200.0).status == "not verifiable"
+
+
+# ------------------------------------------------------------------ a planted class through the command
+@pytest.mark.slow
+def test_a_planted_class_gets_its_verdicts_with_one_re_run_a_recipe(short: Path, longer: Path, tmp_path: Path,
+                                                                    capsys) -> None:
+    """Honest (two learners, one recipe: re-run once), smuggled (a longer run's weights under the short run's
+    summary, with a module that would hand them back), lying (a recipe of 50 million steps, each evaluated) and
+    oversized (a bigram table of 10**8 rows declared in a few bytes): the verdicts, under the default limits,
+    and the peak memory."""
+    subs = tmp_path / "subs"
+    for learner, run in (("ada", short), ("bob", short), ("max", longer), ("lou", short), ("oscar", short)):
+        submission(subs, learner, run)
+    smuggled = subs / "max" / handin.FOLDER
+    (smuggled / handin.RUN).write_text((short / "summary.json").read_text())
+    blob, marker = tmp_path / "blob.pt", tmp_path / "ran.txt"
+    torch.save(load((smuggled / handin.WEIGHTS).read_bytes()), blob)
+    with open(subs / "max" / "course_lib" / "classifier.py", "a", encoding="utf-8") as fh:
+        fh.write(SMUGGLER.format(blob=str(blob), marker=str(marker)))
+    edit_run(subs / "lou", steps=50_000_000, eval_every=1, train_seconds=1.0)
+    weights = subs / "oscar" / handin.FOLDER / handin.WEIGHTS
+    state = load(weights.read_bytes())
+    save_file({**state, "embed.keys": torch.empty(10**8, 0, dtype=torch.long)}, str(weights))
+    out = tmp_path / "out"
+    assert verify.main([str(subs), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    verdicts = verify.load_verdicts(out)
+    assert {who: v["status"] for who, v in verdicts.items()} == {
+        "ada": "verified", "bob": "verified", "max": "failed", "lou": "failed", "oscar": "failed"}, printed
+    best = json.loads((short / "summary.json").read_text())["best_valid"]
+    assert verdicts["ada"]["weights"] == handin.digest(handin.read_handin(subs / "ada").state)
+    assert verdicts["ada"]["step"] == best["step"] and verdicts["ada"]["rerun"] == verdicts["bob"]["rerun"]
+    assert abs(verdicts["ada"]["rerun"] - verdicts["ada"]["submitted"]) <= verify.TOLERANCE
+    assert "points below it" in verdicts["max"]["message"] and not marker.exists()   # no learner code ran
+    assert verdicts["max"]["submitted"] - verdicts["max"]["rerun"] > verify.TOLERANCE
+    assert "steps 50000000 is not a whole number" in verdicts["lou"]["message"]
+    assert "wrong shapes: embed.keys (100000000, 0)" in verdicts["oscar"]["message"]
+    assert len(list((out / verify.RERUNS).glob("*.json"))) == 1   # ada, bob and max: one recipe, one re-run
+    assert "peak memory:" in printed and "MB in verify" in printed
 
 
 def test_the_instructors_command_is_course_verify_and_the_learners_package_does_not_know_it(tmp_path: Path,
