@@ -215,7 +215,8 @@ def _bad_settings(run: dict[str, Any]) -> str | None:
     if not (number("dropout", 0.0, 0.99, float) or number("dropout", 0, 0)):
         return f"dropout {_shown(run.get('dropout'))} is not a probability below 1"
     if not number("vocab_size", len(SPECIALS) + 1, MAX_VOCAB):
-        return f"vocab_size {_shown(run.get('vocab_size'))} is not a whole number from {len(SPECIALS) + 1} to {MAX_VOCAB:,}"
+        return (f"vocab_size {_shown(run.get('vocab_size'))} is not a whole number from {len(SPECIALS) + 1} "
+                f"to {MAX_VOCAB:,}")
     if "seed" in run and not number("seed", -2 ** 63, 2 ** 63 - 1):
         return f"seed {_shown(run.get('seed'))} is not a whole number"
     device = run.get("device", "cpu")

@@ -178,18 +178,19 @@ def rerun(argv: list[str], timeout_s: float, memory_mb: int, work: Path) -> tupl
     try:
         env = {**os.environ, "OMP_NUM_THREADS": argv[argv.index("--threads") + 1], "COURSE_LANG": "en"}
         with open(box / "log.txt", "wb") as log:
-            child = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps([*argv, "--out", str(box)])], cwd=box, env=env, stdin=subprocess.DEVNULL,
-                                     stdout=log, stderr=subprocess.STDOUT, preexec_fn=limits, start_new_session=True)
+            proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps([*argv, "--out", str(box)])], cwd=box,
+                                    env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    preexec_fn=limits, start_new_session=True)
             try:
-                child.wait(timeout_s)
+                proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
                 return Verdict("unfinished", f"the re-run did not finish in --timeout {timeout_s:.0f} s")
         summaries = list(box.glob("finetune-*/summary.json"))
-        if child.returncode != 0 or len(summaries) != 1:
+        if proc.returncode != 0 or len(summaries) != 1:
             tail = (box / "log.txt").read_text(errors="replace").strip()[-300:]
-            return Verdict("unfinished", f"the re-run stopped (exit status {child.returncode}; --memory "
+            return Verdict("unfinished", f"the re-run stopped (exit status {proc.returncode}; --memory "
                                          f"{memory_mb} MB): {tail or 'no output'}")
         summary = json.loads(summaries[0].read_text(encoding="utf-8"))
         best = summary.get("best_valid") or {"step": summary["steps"], "test_accuracy": summary["test_accuracy"]}
