@@ -245,6 +245,11 @@ def apply(page: str, translations: dict[str, str], extracted: Path = EXTRACTED) 
     po = catalog(page)
     current = read(po) if po.is_file() else pot
     if po.is_file():
+        dropped = [m.id for m in current if m.id and m.string and m.id not in pot]
+        if len(dropped) > 3:  # replaced paragraphs are a few; an extraction without execution drops every output
+            print(f"catalogs apply: {len(dropped)} translated messages of {page} are not in {extracted} and become "
+                  f"obsolete (e.g. {str(dropped[0])[:50]!r}): was it extracted with execution on (make book)?",
+                  file=sys.stderr)
         current.update(pot, update_header_comment=False)
     for english, chinese in translations.items():
         if english in current and chinese.strip():

@@ -54,6 +54,18 @@ def test_a_changed_english_paragraph_is_caught(planted: Path) -> None:
     assert catalogs.todo(PAGE, extracted=planted) == ["Attention is a weighted average of the values."]
 
 
+def test_apply_against_an_extraction_without_the_outputs_says_so(planted: Path, capsys) -> None:
+    """An extraction made with execution off lacks every executed output's messages (tables, printed lines):
+    applying against it makes their translations obsolete, which `make book` then finds untranslated. It says so."""
+    table = {f"row {i} of a printed table": f"打印出的表格第 {i} 行" for i in range(5)}
+    write(catalogs.catalog(PAGE), {"Attention is a weighted average.": "注意力是一个加权平均。",
+                                   "Call `attention(q, k, v)` here.": "在这里调用 `attention(q, k, v)`。", **table})
+    catalogs.apply(PAGE, {}, planted)                             # the pot has none of the table's rows
+    assert "5 translated messages of book/99_planted are not in" in capsys.readouterr().err
+    catalogs.apply(PAGE, {}, planted)                             # a page whose English lost nothing: silent
+    assert capsys.readouterr().err == ""
+
+
 def test_fuzzy_missing_and_broken_translations_are_named(planted: Path) -> None:
     write(catalogs.catalog(PAGE), {"Attention is a weighted average.": "注意力是一个加权平均。",
                                    "Call `attention(q, k, v)` here.": "在这里调用 attention。"},
