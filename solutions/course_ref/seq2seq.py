@@ -53,8 +53,9 @@ def shift_right(tgt: Tensor, bos_id: int, pad_id: int) -> Tensor:
 class LabelSmoothingLoss(nn.Module):
     """Cross-entropy against label-smoothed targets (section 5.4, eps_ls = 0.1), ignoring padding.
 
-    The target distribution q of a real label y (Szegedy et al.'s uniform smoothing over the classes that
-    can occur: every token but padding, V - 1 of them):
+    The target distribution q of a real label y (Szegedy et al.'s uniform smoothing, spread over every token
+    but padding, V - 1 of them; BOS is one of them although it is never a label, as chapter 07 says: its share
+    is a little probability on a token that is never right, and it changes nothing else):
         q(y) = 1 - eps + eps / (V - 1),   q(k) = eps / (V - 1) for k != y, k != pad,   q(pad) = 0.
     The loss of a position is -sum_k q(k) log p(k), with p = softmax(logits); positions whose label is
     ``pad_id`` count for nothing; the result is the mean over the real labels (0, still differentiable,
