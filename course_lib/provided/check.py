@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import chapters, uses
 from .checking import Result, total
-from .i18n import N_, _
+from .i18n import N_, _, check_name
 from .loader import load_impl
 
 SAME = N_("(same as above)")
@@ -46,15 +46,16 @@ def table(results: list[Result], width: int = 100) -> str:
             count=len(results), earned=f"{earned:g}", possible=f"{possible:g}")
         return textwrap.fill(head + (results[0].message or _("failed")), width, subsequent_indent="    ")
     words = {w: _(w) for w in (N_("check"), N_("points"), N_("status"), N_("message"), N_("total"))}
-    name_w = max([_width(words["check"]), _width(words["total"])] + [len(r.case) for r in results])
+    names = [check_name(r.case) for r in results]  # the learner's language; r.case stays the English key
+    name_w = max([_width(words["check"]), _width(words["total"])] + [_width(n) for n in names])
     ew, pw = _points(results)
     pts_w = ew + pw + 3
     lines = [f"{_pad(words['check'], name_w)}  {_pad(words['points'], pts_w, centre=True)}  "
              f"{_pad(words['status'], 6)}  {words['message']}", "-" * width]
     previous: tuple[str, tuple[str, ...]] | None = None
-    for r in results:
+    for r, name in zip(results, names):
         status = _("PASS") if r.status == "pass" else _("FAIL")
-        head = f"{r.case:<{name_w}}  {r.earned:>{ew}g} / {r.points:<{pw}g}  {_pad(status, 6)}  "
+        head = f"{_pad(name, name_w)}  {r.earned:>{ew}g} / {r.points:<{pw}g}  {_pad(status, 6)}  "
         text = r.message or _("ok")
         if r.status != "pass" and previous is not None:
             if r.message == previous[0]:

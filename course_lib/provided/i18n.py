@@ -74,3 +74,26 @@ def _(message: str) -> str:
 def N_(message: str) -> str:
     """Marks a message for extraction, untranslated (translate it with ``_`` where it is shown)."""
     return message
+
+
+HIDDEN_CASE = N_("hidden case {number}")  # a hidden case's name: its number alone (grading/plan.py)
+STATUSES = (N_("pass"), N_("fail"), N_("missing"), N_("error"), N_("warning"), N_("needs manual grading"))
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    """``"hidden case {number}"`` -> a regex whose groups are the fields, to read a name made from it."""
+    parts = re.split(r"\{(\w+)\}", template)
+    return re.compile("".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts)))
+
+
+def check_name(name: str, templates: tuple[str, ...] = ()) -> str:
+    """A check's name as a learner reads it, in the current language: a spec's case name (data: the English
+    stays the key of the gradebook), or a name made from a template with fields (``HIDDEN_CASE`` and
+    ``templates``), its fields kept."""
+    if catalog(language()).get(name):
+        return _(name)
+    for template in (HIDDEN_CASE, *templates):
+        found = _pattern(template).fullmatch(name)
+        if found:
+            return _(template).format(**found.groupdict())
+    return name

@@ -28,12 +28,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from course_lib.provided.i18n import _
+from course_lib.provided.i18n import _, check_name
 from course_lib.provided.layout import SpecError, chapter_facts
 
 from ..intake.submissions import IDENTITY_WARNING
 from ..grading import trained
-from ..records.rows import GradeRow
+from ..records.rows import NAMES, GradeRow
 from .class_summary import HIDDEN_PREFIX
 
 Table = list[tuple[str, GradeRow]]
@@ -50,11 +50,12 @@ def _chapter(number: str) -> str:
 
 def _test(row: GradeRow, number: str, several: bool) -> dict:
     hidden = row.component.startswith(HIDDEN_PREFIX)
-    name = f"ch{row.chapter} {row.component}" if several else row.component
+    shown = check_name(row.component, NAMES)  # the learner's language; the grade table keeps the English
+    name = f"ch{row.chapter} {shown}" if several else shown
     passed = row.status == "pass"
     return {"name": name, "number": number, "score": float(row.points), "max_score": float(row.max_points),
             "status": "passed" if passed else "failed",
-            "output": row.message or (_("passed") if passed else row.status),
+            "output": row.message or (_("passed") if passed else _(row.status)),
             "output_format": "text", "tags": [f"ch{row.chapter}", "hidden" if hidden else "public"],
             "visibility": "after_published" if hidden else "visible"}
 
@@ -92,7 +93,8 @@ def results(table: Table, numbers: list[str], seconds: float, warnings: tuple[st
                 count=hidden, points=f"{sum(r.max_points for r in mine) - sum(r.max_points for r in shown):g}")
         lines.append(line)
         lines += [_("{chapter}: {got} / {possible} points for the {component}: {message}").format(
-                      chapter=_chapter(n), got=f"{r.points:g}", possible=f"{r.max_points:g}", component=r.component,
+                      chapter=_chapter(n), got=f"{r.points:g}", possible=f"{r.max_points:g}",
+                      component=check_name(r.component, NAMES),
                       message=r.message)
                   for r in model if r.chapter == n and r.component == trained.COMPONENT]
     lines.append(_("Written answers in the notebook are graded by hand, apart from this score."))

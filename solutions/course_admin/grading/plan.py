@@ -26,6 +26,7 @@ import torch
 
 from course_lib.provided import chapters, diagnosis
 from course_lib.provided.checking import Case, run_probe
+from course_lib.provided.i18n import HIDDEN_CASE
 from course_lib.provided.layout import LAYOUT, chapter_facts, modules_for, prerequisites
 from course_lib.provided.loader import load_file, load_impl
 
@@ -148,7 +149,7 @@ def prepare(number: str) -> Chapter:
     spec = chapters.load_spec(number)
     graded = [GradedCase(i, c, False, c.name) for i, c in enumerate(spec.CASES)]
     for k, c in enumerate(hidden_cases(number), start=1):
-        graded.append(GradedCase(len(graded), c, True, f"hidden case {k}"))
+        graded.append(GradedCase(len(graded), c, True, HIDDEN_CASE.format(number=k)))  # English: a gradebook key
     values = _values(number, graded)
     inputs, expected, mistakes = values["inputs"], values["expected"], values["mistakes"]
     inputs_files = {}

@@ -29,12 +29,12 @@ from course_lib.provided.capstone import handin
 from course_lib.provided.i18n import N_, _
 
 from ..intake.submissions import Reader, SubmissionError
-from ..records.rows import GradeRow, Measurement
+from ..records.rows import TRAINED_BAR, GradeRow, Measurement
 
 KIND = "capstone"
-COMPONENT = f"trained model: test accuracy of at least {handin.BAR:.0%}"
-CLAIM = "trained model: the accuracy run.json claims"
-RUN = "trained model: the run"
+COMPONENT = TRAINED_BAR.format(bar=f"{handin.BAR:.0%}")  # the rows' names: English keys of the grade table
+CLAIM = N_("trained model: the accuracy run.json claims")
+RUN = N_("trained model: the run")
 TEST_REVIEWS = 1_723
 RECORD = "capstone=measured"  # in `course grade`'s fingerprint: tables graded before the measured fields regrade
 WIDTH = 32                    # characters of a learner's value a message shows (shown)

@@ -6,21 +6,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from course_lib.provided import chapters
-from course_lib.provided.i18n import N_, _
+from course_lib.provided.i18n import N_, _, check_name
 from course_lib.provided.layout import SpecError, chapter_facts
 
 from ..intake.submissions import disk_name
 from .gradebook import MANUAL, Gradebook
 from .lms import write_lms
-from .rows import GradeRow, total
+from .rows import NAMES, GradeRow, total
 
-STATUSES = (N_("pass"), N_("fail"))  # the statuses the feedback says in the learner's words (others stay as stored)
 SECTIONS = (("course_lib", N_("course_lib checks")), ("capstone", N_("Trained model")), ("notebook", N_("Notebook")),
             ("submission", N_("Submission")))
 
 
 def _md(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _name(component: str) -> str:
+    """A row's name as the learner reads it (the grade table keeps the English): i18n.check_name."""
+    return _md(check_name(component, NAMES))
 
 
 def _title(number: str) -> str:
@@ -46,7 +50,7 @@ def _section(heading: str, rows: list[GradeRow]) -> list[str]:
     lines = [_("### {heading}: {got} / {possible}{waiting}").format(heading=_(heading), got=f"{got:g}",
                                                                    possible=f"{possible:g}", waiting=waiting(rows)), "",
              f"| {_('check')} | {_('points')} | {_('status')} |", "|---|---|---|"]
-    lines += [f"| {_md(r.component)} | {r.points:g} / {r.max_points:g} | {_(r.status)} |" for r in rows]
+    lines += [f"| {_name(r.component)} | {r.points:g} / {r.max_points:g} | {_(r.status)} |" for r in rows]
     lines.append("")
     measured = [r.message for r in rows if r.status == "pass" and r.kind == "capstone" and r.message]
     if measured:  # a trained model's accuracy is worth reading when it passes too
@@ -58,7 +62,7 @@ def _section(heading: str, rows: list[GradeRow]) -> list[str]:
     if groups:
         lines += [_("What to fix:"), ""]
         for message, components in groups.items():
-            checks = "; ".join(f"*{_md(c)}*" for c in components)
+            checks = "; ".join(f"*{_name(c)}*" for c in components)
             lines.append(f"- {_md(message)}  \n  " + _("({count} check(s): {checks})").format(
                 count=len(components), checks=checks))
         lines.append("")

@@ -3,7 +3,7 @@ and held to their translations.
 
 A message is every string literal given to ``_``, ``N_`` or ``CheckFailure`` in ``course_lib/provided/`` and
 ``tests/specs/`` (found in the source, so an f-string there is an error: its words cannot be looked up), and the
-text the specs hold as data: each chapter's ``TITLE``, its ``MISTAKES`` and its cases' hints. A translation
+text the specs hold as data: each chapter's ``TITLE``, its ``MISTAKES``, its cases' names and hints. A translation
 catalog, ``course_lib/provided/locale/<lang>.json``, maps each English message to its translation; the English is
 the key, so an English message that changes has no translation (and its old entry is stale) until a translator
 writes one. ``problems`` names them all, and what a translation breaks: a ``{field}`` lost or added, inline code
@@ -33,7 +33,8 @@ MARKERS = ("_", "N_", "CheckFailure", "tr")  # tr: a translator passed in (check
 SOURCES = ("course_lib/provided/**/*.py", "tests/specs/*.py",  # and the grader's words that reach learners:
            "solutions/course_admin/grading/verdict.py", "solutions/course_admin/grading/sandboxed.py",
            "solutions/course_admin/grading/batch.py", "solutions/course_admin/grading/trained.py",
-           "solutions/course_admin/records/report.py", "solutions/course_admin/exports/gradescope_results.py",
+           "solutions/course_admin/records/report.py", "solutions/course_admin/records/rows.py",
+           "solutions/course_admin/exports/gradescope_results.py",
            "solutions/course_admin/exports/hub_feedback.py")
 
 
@@ -65,8 +66,8 @@ def _data(layout: Layout) -> list[str]:
         spec = chapters.load_spec(number)
         found.append(spec.TITLE)
         found += list(getattr(spec, "MISTAKES", {}).values())
-        for case in spec.CASES:
-            found += [case.hint, case.hint_if_raises]
+        for case in spec.CASES:  # a case's name: the gradebook's key, shown through i18n.check_name
+            found += [case.name, case.hint, case.hint_if_raises]
     return found
 
 

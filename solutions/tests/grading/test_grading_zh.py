@@ -52,6 +52,18 @@ def test_the_feedback_is_chinese_with_the_known_mistakes_in_chinese(graded: dict
         assert ZH["What to fix:"] in chinese and "What to fix:" not in chinese
 
 
+def test_check_names_and_statuses_are_chinese_in_the_feedback_but_english_keys_in_the_grade_table(
+        graded: dict[str, Path]) -> None:
+    """The feedback says each check's name and status in Chinese (issue 42, H2); grades.csv keeps the English keys."""
+    components = {lang: [r["component"] for r in plant.read_csv(graded[lang] / "grades.csv")] for lang in graded}
+    assert components["zh_CN"] == components["en"] and "values, no mask" in components["zh_CN"]
+    chinese = (graded["zh_CN"] / "feedback" / "wrong_values.md").read_text(encoding="utf-8")
+    for name in ("values, no mask", "hidden case 1"):
+        assert f"| {name} |" not in chinese, chinese[:1500]
+    assert f"| {ZH['values, no mask']} |" in chinese and ZH["hidden case {number}"].format(number=1) in chinese
+    assert f"| {ZH['fail']} |" in chinese and "| fail |" not in chinese
+
+
 def test_a_syntax_error_is_said_in_chinese(graded: dict[str, Path]) -> None:
     chinese = (graded["zh_CN"] / "feedback" / "syntax_error.md").read_text(encoding="utf-8")
     assert "SyntaxError" in chinese and "cannot import" not in chinese, chinese[:1500]

@@ -101,6 +101,8 @@ def test_course_check_speaks_chinese_on_a_planted_wrong_answer(monkeypatch: pyte
     assert failed and any(explanation in r.message for r in failed), [r.message for r in failed][:3]
     table = check_module.table(results)
     assert zh["check"] in table and zh["total"] in table and zh["FAIL"] in table
+    assert zh["values, no mask"] in table and "values, no mask" not in table, "a case's name in Chinese too (H2)"
+    assert [r.case for r in results][0] == "values, no mask", "the result keeps the English key"
     monkeypatch.setenv("COURSE_LANG", "en")
     english = check_module.results_and_causes("02", wrong)[0]
     assert any(r.message.startswith("Softmax over the wrong axis") for r in english if r.status != "pass")
