@@ -35,10 +35,11 @@ from torch import Tensor
 
 from .cases import Case, Outputs
 from .checking import judge
+from .i18n import N_, _, check_name
 from .layout import LAYOUT, chapter_facts
 
 T = TypeVar("T")
-EXPLAINED = "Explained by the mistake named in '{case}': fix that first."
+EXPLAINED = N_("Explained by the mistake named in '{case}': fix that first.")
 
 
 # ---------------------------------------------------------------- which chapters a probe runs
@@ -120,6 +121,7 @@ def explainers(report: Sequence[Judged]) -> dict[int, int]:
 
 
 def explained(message: str, label: str) -> str:
-    """``message`` of a case explained by the mistake named in case ``label``: that line first, then what differs."""
-    line = EXPLAINED.format(case=label)
+    """``message`` of a case explained by the mistake named in case ``label``: that line first, then what differs,
+    in the learner's language (the case's name too, as the report shows it: i18n.check_name)."""
+    line = _(EXPLAINED).format(case=check_name(label))
     return f"{line} [{message}]" if message else line

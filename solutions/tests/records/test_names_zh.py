@@ -65,3 +65,16 @@ def test_a_name_no_catalog_knows_is_shown_as_it_is(monkeypatch: pytest.MonkeyPat
     assert i18n.check_name("hidden case 12") == ZH["hidden case {number}"].format(number=12)
     monkeypatch.setenv("COURSE_LANG", "en")
     assert i18n.check_name("hidden case 12") == "hidden case 12"
+
+
+def test_the_explained_line_speaks_the_learners_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 42, M1: "Explained by the mistake named in '<case>'" was printed in English in a Chinese table."""
+    from course_lib.provided import diagnosis
+
+    monkeypatch.setenv("COURSE_LANG", "zh_CN")
+    line = diagnosis.explained("", "dropout on the weights, after the softmax")
+    assert line == ZH[diagnosis.EXPLAINED].format(case=ZH["dropout on the weights, after the softmax"])
+    assert "Explained" not in diagnosis.explained("x", "hidden case 2") and ZH["hidden case {number}"].format(number=2) \
+        in diagnosis.explained("x", "hidden case 2")
+    monkeypatch.setenv("COURSE_LANG", "en")
+    assert diagnosis.explained("", "values, no mask") == "Explained by the mistake named in 'values, no mask': fix that first."
