@@ -27,6 +27,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from ..i18n import _
 from .vocab import SPECIALS, CharVocab
 
 FOLDER = "capstone"                  # in a submission
@@ -48,7 +49,12 @@ Impl = Literal["learner", "reference"]
 
 
 class HandInError(Exception):
-    """Why a run cannot be handed in, or a hand-in cannot be graded: the message names the thing and the fix."""
+    """Why a run cannot be handed in, or a hand-in cannot be graded: the message (in the learner's language,
+    i18n's ``_``) names the thing and the fix. ``missing``: the submission hands in no model at all."""
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 @dataclass(frozen=True)
@@ -75,8 +81,8 @@ def weights_of(run_folder: Path) -> dict[str, torch.Tensor]:
         return torch.load(best, map_location="cpu", weights_only=True)["model"]
     found = latest_checkpoint(run_folder / "checkpoints")
     if found is None:
-        raise HandInError(f"{run_folder}: no weights (neither {BEST_FILE} nor checkpoints/): "
-                          "run `course capstone finetune` to its end first")
+        raise HandInError(_("{folder}: no weights (neither {best} nor checkpoints/): run `course capstone "
+                            "finetune` to its end first").format(folder=run_folder, best=BEST_FILE))
     return found[1]["model"]
 
 
@@ -96,8 +102,9 @@ def _float16_if_needed(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor
         return state
     half = {k: t.half() if t.is_floating_point() else t for k, t in state.items()}
     if sum(t.numel() * t.element_size() for t in half.values()) > MAX_BYTES:
-        raise HandInError(f"the run's weights are {size / 2 ** 20:.0f} MB, over the hand-in's {MAX_BYTES / 2 ** 20:.0f} MB "
-                          "even in float16: hand in a run of the quick or cpu preset")
+        raise HandInError(_("the run's weights are {size} MB, over the hand-in's {limit} MB even in float16: hand "
+                            "in a run of the quick or cpu preset").format(size=f"{size / 2 ** 20:.0f}",
+                                                                          limit=f"{MAX_BYTES / 2 ** 20:.0f}"))
     return half
 
 
@@ -108,18 +115,20 @@ def pack(run_folder: Path, dest: Path, impl: Impl = "learner", tolerance: float 
     run_folder = Path(run_folder)
     summary_file = run_folder / "summary.json"
     if not summary_file.is_file():
-        raise HandInError(f"{run_folder}: not a finished fine-tuning run (no summary.json); the runs are the "
-                          "folders `course capstone finetune --out DIR` writes, e.g. runs/q2-scratch/finetune-transformer-quick")
+        raise HandInError(_("{folder}: not a finished fine-tuning run (no summary.json); the runs are the folders "
+                            "`course capstone finetune --out DIR` writes, e.g. {example}").format(
+            folder=run_folder, example="runs/q2-scratch/finetune-transformer-quick"))
     run = json.loads(summary_file.read_text(encoding="utf-8"))
     state = {k: v.detach().cpu().contiguous() for k, v in weights_of(run_folder).items()}
     handin = HandIn(state, run, CharVocab.load(run_folder / VOCAB), run_folder)
     model = build_model(handin, impl)
     recorded = float((run.get("best_valid") or run)["valid_accuracy"])
-    measured, _ = accuracy(model, handin, "valid")
+    measured, _se = accuracy(model, handin, "valid")
     if abs(measured - recorded) > tolerance:
-        raise HandInError(f"{run_folder}: its weights give {measured:.1%} on valid with your current code, the run "
-                          f"recorded {recorded:.1%}: your classifier changed since this run. Train it again "
-                          "(or hand in another run with --run)")
+        raise HandInError(_("{folder}: its weights give {measured} on valid with your current code, the run "
+                            "recorded {recorded}: your classifier changed since this run. Train it again (or hand "
+                            "in another run with --run)").format(folder=run_folder, measured=f"{measured:.1%}",
+                                                                 recorded=f"{recorded:.1%}"))
     from safetensors.torch import save_file
     out = Path(dest) / FOLDER
     shutil.rmtree(out, ignore_errors=True)
@@ -132,8 +141,10 @@ def pack(run_folder: Path, dest: Path, impl: Impl = "learner", tolerance: float 
 
 def _size_error(size: int) -> HandInError | None:
     if size > MAX_BYTES + 2 ** 20:  # the header's share on top of the tensors
-        return HandInError(f"{FOLDER}/{WEIGHTS} is {size / 2 ** 20:.0f} MB, over the {MAX_BYTES / 2 ** 20:.0f} MB a "
-                           "hand-in may have: `make submit CH=08` packs a quick run well under it")
+        return HandInError(_("{file} is {size} MB, over the {limit} MB a hand-in may have: `make submit CH=08` "
+                             "packs a quick run well under it").format(file=f"{FOLDER}/{WEIGHTS}",
+                                                                       size=f"{size / 2 ** 20:.0f}",
+                                                                       limit=f"{MAX_BYTES / 2 ** 20:.0f}"))
     return None
 
 
@@ -153,27 +164,30 @@ def _weights(data: bytes) -> dict[str, torch.Tensor]:
     if (error := _size_error(len(data))) is not None:
         raise error
     if not is_safetensors(data) and data.startswith(PICKLE_STARTS):
-        raise HandInError(f"{FOLDER}/{WEIGHTS} is a pickle (torch.save), which the grader never loads: it could "
-                          "run code. Hand in with `make submit CH=08`, which writes safetensors")
+        raise HandInError(_("{file} is a pickle (torch.save), which the grader never loads: it could run code. "
+                            "Hand in with `make submit CH=08`, which writes safetensors").format(
+            file=f"{FOLDER}/{WEIGHTS}"))
     from safetensors import SafetensorError
     from safetensors.torch import load
     try:
         state = load(data)
     except (SafetensorError, OSError, ValueError) as err:
-        raise HandInError(f"{FOLDER}/{WEIGHTS} is not a readable safetensors file ({err}): "
-                          "pack it again with `make submit CH=08`") from None
+        raise HandInError(_("{file} is not a readable safetensors file ({error}): pack it again with `make "
+                            "submit CH=08`").format(file=f"{FOLDER}/{WEIGHTS}", error=err)) from None
     bad = [k for k, t in state.items() if t.is_floating_point() and not bool(torch.isfinite(t).all())]
     if bad:
-        raise HandInError(f"{FOLDER}/{WEIGHTS}: weights that are NaN or infinite in {', '.join(sorted(bad)[:3])}"
-                          f"{' ...' if len(bad) > 3 else ''}: the run diverged; hand in another run")
+        raise HandInError(_("{file}: weights that are NaN or infinite in {names}: the run diverged; hand in "
+                            "another run").format(file=f"{FOLDER}/{WEIGHTS}",
+                                                  names=", ".join(sorted(bad)[:3]) + (" ..." if len(bad) > 3 else "")))
     return {k: t.float() if t.is_floating_point() else t for k, t in state.items()}
 
 
 def from_bytes(weights: bytes | None, run_text: bytes | None, vocab_text: bytes | None, where: Path) -> HandIn:
     """A hand-in from its three files' bytes (None: the file is missing), checked; raises HandInError."""
     if weights is None:
-        raise HandInError(f"no trained model in the submission ({FOLDER}/{WEIGHTS} is missing): hand one in with "
-                          "`make submit CH=08` after a `course capstone finetune` run")
+        raise HandInError(_("no trained model in the submission ({file} is missing): hand one in with `make "
+                            "submit CH=08` after a `course capstone finetune` run").format(
+            file=f"{FOLDER}/{WEIGHTS}"), missing=True)
     state = _weights(weights)
     try:
         run = json.loads(run_text or b"")
@@ -182,18 +196,19 @@ def from_bytes(weights: bytes | None, run_text: bytes | None, vocab_text: bytes 
             raise ValueError(f"its specials are {data.get('specials')}, not {list(SPECIALS)}")
         vocab = CharVocab(data["chars"])
     except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise HandInError(f"{FOLDER}/: {RUN} or {VOCAB} missing or unreadable ({err}): pack it again with "
-                          "`make submit CH=08`") from None
+        raise HandInError(_("{folder}/: {run} or {vocab} missing or unreadable ({error}): pack it again with "
+                            "`make submit CH=08`").format(folder=FOLDER, run=RUN, vocab=VOCAB, error=err)) from None
     missing = [k for k in NEEDED if k not in run] if isinstance(run, dict) else list(NEEDED)
     if missing:
-        raise HandInError(f"{FOLDER}/{RUN} lacks the run's {', '.join(missing)}: it is not a fine-tuning run's "
-                          "summary.json; pack it again with `make submit CH=08`")
+        raise HandInError(_("{file} lacks the run's {keys}: it is not a fine-tuning run's summary.json; pack it "
+                            "again with `make submit CH=08`").format(file=f"{FOLDER}/{RUN}", keys=", ".join(missing)))
     if (bad := _bad_settings(run)) is not None:
-        raise HandInError(f"{FOLDER}/{RUN}: {bad}: it is not what `course capstone finetune` writes; pack a run "
-                          "again with `make submit CH=08`")
+        raise HandInError(_("{file}: {bad}: it is not what `course capstone finetune` writes; pack a run again "
+                            "with `make submit CH=08`").format(file=f"{FOLDER}/{RUN}", bad=bad))
     if run["vocab_size"] != len(vocab):
-        raise HandInError(f"{FOLDER}/: the run was trained on {run['vocab_size']} tokens but {VOCAB} has "
-                          f"{len(vocab)}: the files come from different runs")
+        raise HandInError(_("{folder}/: the run was trained on {trained} tokens but {vocab} has {has}: the files "
+                            "come from different runs").format(folder=FOLDER, trained=run["vocab_size"], vocab=VOCAB,
+                                                               has=len(vocab)))
     return HandIn(state, run, vocab, where)
 
 
@@ -208,20 +223,22 @@ def _bad_settings(run: dict[str, Any]) -> str | None:
         return isinstance(value, kind) and not isinstance(value, bool) and low <= value <= high
     preset = PRESETS.get(run["preset"]) if isinstance(run.get("preset"), str) else None
     if preset is None:
-        return f"preset {_shown(run.get('preset'))} is none of {', '.join(sorted(PRESETS))}"
+        return _("preset {value} is none of {presets}").format(value=_shown(run.get("preset")),
+                                                                presets=", ".join(sorted(PRESETS)))
     for key in ("size", "max_len"):
         if run.get(key) != preset[key] or isinstance(run.get(key), bool):
-            return f"{key} {_shown(run.get(key))} is not the {run['preset']} preset's ({preset[key]!r})"
+            return _("{key} {value} is not the {preset} preset's ({expected})").format(
+                key=key, value=_shown(run.get(key)), preset=run["preset"], expected=repr(preset[key]))
     if not (number("dropout", 0.0, 0.99, float) or number("dropout", 0, 0)):
-        return f"dropout {_shown(run.get('dropout'))} is not a probability below 1"
+        return _("dropout {value} is not a probability below 1").format(value=_shown(run.get("dropout")))
     if not number("vocab_size", len(SPECIALS) + 1, MAX_VOCAB):
-        return (f"vocab_size {_shown(run.get('vocab_size'))} is not a whole number from {len(SPECIALS) + 1} "
-                f"to {MAX_VOCAB:,}")
+        return _("vocab_size {value} is not a whole number from {low} to {high}").format(
+            value=_shown(run.get("vocab_size")), low=len(SPECIALS) + 1, high=f"{MAX_VOCAB:,}")
     if "seed" in run and not number("seed", -2 ** 63, 2 ** 63 - 1):
-        return f"seed {_shown(run.get('seed'))} is not a whole number"
+        return _("seed {value} is not a whole number").format(value=_shown(run.get("seed")))
     device = run.get("device", "cpu")
     if not (isinstance(device, str) and len(device) <= 16 and device.replace(":", "").isalnum() and device.isascii()):
-        return f"device {_shown(device)} is not a device's name (cpu, cuda:0, mps)"
+        return _("device {value} is not a device's name (cpu, cuda:0, mps)").format(value=_shown(device))
     return None
 
 
@@ -254,8 +271,8 @@ def build_model(handin: HandIn, impl: Impl = "learner") -> nn.Module:
     from .models import ModelUnavailable
     from .stages import make_classifier
     if handin.run["model"] != "transformer":
-        raise HandInError(f"the run trained --model {_shown(handin.run['model'])}: the capstone grades your "
-                          "TransformerClassifier; hand in a `--model transformer` run")
+        raise HandInError(_("the run trained --model {model}: the capstone grades your TransformerClassifier; hand "
+                            "in a `--model transformer` run").format(model=_shown(handin.run["model"])))
     run, keys = {**handin.run, "impl": impl}, handin.state.get("embed.keys")
     try:
         try:
@@ -282,15 +299,16 @@ def _fit(expected: dict[str, torch.Tensor], state: dict[str, torch.Tensor]) -> N
     """HandInError unless ``state`` has exactly the parameters of ``expected``, each of its shape."""
     missing = sorted(set(expected) - set(state))
     extra = sorted(set(state) - set(expected))
-    shapes = [f"{k} {tuple(state[k].shape)} (the model's: {tuple(v.shape)})"
+    shapes = [_("{name} {shape} (the model's: {expected})").format(name=k, shape=tuple(state[k].shape),
+                                                                    expected=tuple(v.shape))
               for k, v in expected.items() if k in state and state[k].shape != v.shape]
     if missing or extra or shapes:
-        said = [f"missing {', '.join(missing[:3])}" * bool(missing),
-                f"unexpected {', '.join(k if k.isprintable() and len(k) < 60 else _shown(k) for k in extra[:3])}"
-                * bool(extra),
-                f"wrong shapes: {'; '.join(shapes[:3])}" * bool(shapes)]
-        raise HandInError("the weights do not fit the classifier their settings build ("
-                          + "; ".join(s for s in said if s) + "): hand in a run trained with this code")
+        said = [_("missing {names}").format(names=", ".join(missing[:3])) * bool(missing),
+                _("unexpected {names}").format(names=", ".join(
+                    k if k.isprintable() and len(k) < 60 else _shown(k) for k in extra[:3])) * bool(extra),
+                _("wrong shapes: {shapes}").format(shapes="; ".join(shapes[:3])) * bool(shapes)]
+        raise HandInError(_("the weights do not fit the classifier their settings build ({what}): hand in a run "
+                            "trained with this code").format(what="; ".join(s for s in said if s)))
 
 
 def recorded_quick_runs(records: list[Path]) -> list[tuple[str, float]]:
@@ -344,5 +362,5 @@ def accuracy(model: nn.Module, handin: HandIn, split: str = "test") -> tuple[flo
     from .data import reviews
     from .stages import score
     examples = encode_reviews(reviews().split(split), handin.vocab, handin.run["max_len"])
-    measured, _, _ = score(model, examples, handin.vocab.pad_id, torch.device("cpu"))
+    measured, _loss, _probabilities = score(model, examples, handin.vocab.pad_id, torch.device("cpu"))
     return measured, standard_error(measured, len(examples))

@@ -118,7 +118,7 @@ def trained_rows(reader: Reader, number: str) -> list[GradeRow]:
     try:
         got, accuracy, se, parameters = measure(reader)
     except handin.HandInError as err:
-        status = "missing" if "no trained model" in str(err) else "error"  # handin.from_bytes's words (English)
+        status = "missing" if err.missing else "error"
         return zero(number, status, shown(str(err), ERROR_WIDTH))
     except Exception as exc:  # noqa: BLE001 - a bug here costs these points only, said plainly
         return zero(number, "error", _("the trained model could not be graded ({type}: {error}); tell your "

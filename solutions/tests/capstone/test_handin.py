@@ -132,8 +132,24 @@ def test_find_runs_puts_the_best_valid_first(packed, tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ planted bad hand-ins: each named
 def test_no_hand_in(tmp_path: Path) -> None:
-    with pytest.raises(HandInError, match="no trained model in the submission"):
+    with pytest.raises(HandInError, match="no trained model in the submission") as caught:
         handin.read_handin(tmp_path)
+    assert caught.value.missing  # the grader's "missing" status reads this flag, not the message's words
+
+
+def test_a_hand_in_error_speaks_the_learners_language(packed, tmp_path: Path, monkeypatch) -> None:
+    """The hand-in's errors reach a learner at `make submit` and in the feedback: in Chinese in a Chinese tree,
+    with the file, the numbers and the command kept; the grader still tells "missing" from "error"."""
+    monkeypatch.setenv("COURSE_LANG", "zh_CN")
+    with pytest.raises(HandInError, match="提交中没有训练好的模型") as caught:
+        handin.read_handin(tmp_path)
+    assert caught.value.missing and "capstone/model.safetensors" in str(caught.value)
+    _, submission = packed
+    run = json.loads((submission / "capstone" / "run.json").read_text())
+    (submission / "capstone" / "run.json").write_text(json.dumps({**run, "dropout": 1.5}))
+    with pytest.raises(HandInError, match=r"dropout 1\.5 不是小于 1 的概率.*make submit CH=08") as caught:
+        handin.read_handin(submission)
+    assert not caught.value.missing
 
 
 def test_a_pickle_is_never_loaded(packed) -> None:
