@@ -4,7 +4,8 @@ It holds what learners receive from this repository (the stubs, the provided hel
 the public tests and reference outputs) and, in place of the instructor's README.md, pyproject.toml and
 Makefile, the learner's own from solutions/learner/: a README that speaks to learners (set-up in two
 commands, the chapter loop, the capstone's commands with their measured times, where to ask; in another language,
-its translation, and the exercise notebooks of that language's edition, exercises_<lang>/), a package
+its translation, the exercise notebooks of that language's edition, exercises_<lang>/, and the stubs with their
+docstrings and messages in that language, stub_i18n.py), a package
 without the instructor's tools, and `make check`, `make submit`, `make lab`, `make test`; and an
 ``AGENTS.md``, in English and Chinese, that tells coding assistants to teach and not to write the exercises.
 
@@ -23,8 +24,8 @@ from course_lib.provided import i18n
 from course_lib.provided.layout import Layout
 from course_lib.provided.syllabus import SYLLABUS
 
-from . import capstone_times
-from .stubs import ReleaseError
+from . import capstone_times, stub_i18n
+from .stubs import ReleaseError, make_stub
 
 # What learners never receive: the instructor's material, the project's own CI, and the book's sources
 # (the book executes the reference implementation; learners read the published book instead).
@@ -131,18 +132,37 @@ def _sources(root: Path, files: list[str], lang: str) -> dict[str, Path]:
     return sources
 
 
+def translated_stubs(root: Path, lang: str) -> dict[str, str]:
+    """{course_lib/<module>.py: its stub in ``lang``}, made from the same solution modules as the English stubs
+    (stub_i18n.py), and the package's docstring; nothing in English. Raises ReleaseError when a text has no
+    translation."""
+    if lang == "en":
+        return {}
+    layout = Layout(root)
+    stubs = {f"course_lib/{solution.name}": make_stub(layout, solution, lang) for solution in layout.reference_modules()}
+    tr, missing = stub_i18n.translator(layout, lang)
+    package = stub_i18n.localise((root / stub_i18n.PACKAGE).read_text(encoding="utf-8"), stub_i18n.PACKAGE, tr)
+    if missing:
+        raise ReleaseError(f"--learner-tree --lang {lang}: {stub_i18n.PACKAGE} has no translation of "
+                           f"{missing[0][:60]!r} in {layout.rel(stub_i18n.catalog_path(layout, lang))}")
+    return {**stubs, stub_i18n.PACKAGE: package}
+
+
 def export_learner_tree(root: Path, dest: Path, book_url: str | None = None, lang: str = "en") -> list[str]:
     """Write the learner's course folder into the new folder ``dest``, in ``lang`` (its README, its exercise
-    notebooks, and the language of what the course says to the learner: pyproject's ``[tool.course] language``);
-    return its files."""
+    notebooks, its stubs' docstrings and messages, and the language of what the course says to the learner:
+    pyproject's ``[tool.course] language``); return its files."""
     if dest.exists() and any(dest.iterdir()):
         raise ReleaseError(f"--learner-tree: {dest} exists and is not empty; give a new folder")
     own = {name: own_version(root, name, book_url, lang) for name in OWN_VERSION}  # raises before anything is written
+    own.update(translated_stubs(root, lang))
     sources = _sources(root, [rel for rel in learner_files(root) if rel not in OWN_VERSION], lang)
     for rel, path in sources.items():
         target = dest / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
-    for name in OWN_VERSION:
-        (dest / name).write_text(own[name], encoding="utf-8")
-    return sorted(list(sources) + list(OWN_VERSION))
+    for name, text in own.items():
+        (dest / name).parent.mkdir(parents=True, exist_ok=True)
+        with open(dest / name, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    return sorted(set(sources) | set(own))

@@ -5,6 +5,11 @@ and a `### END SOLUTION` line (markers included) becomes one `raise NotImplement
 implement <function> in course_lib/<module>.py (book chapter NN, exercises/chNN_<name>)")` at the
 block's indentation; the chapter is the spec in tests/specs/ whose MODULES lists the module.
 Everything else (docstrings, argument checks) is kept.
+
+In another language (``make_stub(..., lang="zh_CN")``, what a learner tree released with ``--lang`` holds), the
+stub is made from the same solution module, its docstrings, raised messages and comments translated from the
+catalog ``solutions/locale/<lang>/course_lib.json`` and its code untouched; so are the header and the hint written
+here (stub_i18n.py). A text without a translation stops it (ReleaseError): a Chinese stub is never half English.
 """
 from __future__ import annotations
 
@@ -13,6 +18,8 @@ import re
 from pathlib import Path
 
 from course_lib.provided.layout import Layout, SpecError, owner_of
+
+from .stub_i18n import catalog_path, localise, translator
 
 MARKER_RE = re.compile(r"^(?P<indent>[ \t]*)### (?P<which>BEGIN|END) SOLUTION[ \t]*$")
 
@@ -132,20 +139,39 @@ def strip_solutions(text: str, filename: str, message: str | None = None, header
     return stub
 
 
-def make_stub(layout: Layout, solution: Path) -> str:
+HINT = "Chapter {chapter}: implement {function} in course_lib/{module} (book chapter {chapter}, exercises/{exercise})"
+HINT_NO_EXERCISE = "Chapter {chapter}: implement {function} in course_lib/{module} (book chapter {chapter})"
+GENERATED = (HEADER, HEADER_NOTHING_TO_DO, HINT, HINT_NO_EXERCISE)  # the texts this module writes itself
+
+
+def make_stub(layout: Layout, solution: Path, lang: str = "en") -> str:
+    """The learner's stub of ``solution``, in ``lang``: English, or translated from the catalog (ReleaseError
+    when a text of it has no translation)."""
     text = solution.read_text(encoding="utf-8")
     rel = layout.rel(solution)
     strip_solutions(text, rel)  # the markers are checked before anything else
+    tr, missing = translator(layout, lang)
+    if lang != "en":
+        text = localise(text, rel, tr)
     module = solution.name
     if not any(MARKER_RE.match(line) for line in text.splitlines()):
-        header = HEADER_NOTHING_TO_DO.format(stub=f"course_lib/{module}", solution=rel)
-        return strip_solutions(text, rel, None, header)  # nothing to implement: no chapter needed
+        header = tr(HEADER_NOTHING_TO_DO) or HEADER_NOTHING_TO_DO
+        _refuse_missing(layout, rel, lang, missing)
+        return strip_solutions(text, rel, None, header.format(stub=f"course_lib/{module}", solution=rel))
     try:
         chapter = owner_of(module, layout)
     except SpecError as err:
         raise ReleaseError(f"{rel}: {err}") from None
     exercise = layout.exercise_name(chapter)
-    where = f"book chapter {chapter}" + (f", exercises/{exercise}" if exercise else "")
-    message = f"Chapter {chapter}: implement {{function}} in course_lib/{module} ({where})"
-    header = HEADER.format(stub=f"course_lib/{module}", chapter=chapter, solution=rel)
+    hint = (tr(HINT) or HINT) if exercise else (tr(HINT_NO_EXERCISE) or HINT_NO_EXERCISE)
+    message = hint.format(chapter=chapter, function="{function}", module=module, exercise=exercise)
+    header = (tr(HEADER) or HEADER).format(stub=f"course_lib/{module}", chapter=chapter, solution=rel)
+    _refuse_missing(layout, rel, lang, missing)
     return strip_solutions(text, rel, message, header)
+
+
+def _refuse_missing(layout: Layout, rel: str, lang: str, missing: list[str]) -> None:
+    if missing:
+        raise ReleaseError(f"{rel}: {len(missing)} text(s) of its stub have no {lang} translation in "
+                           f"{layout.rel(catalog_path(layout, lang))} (python -m course_admin.release.stub_i18n todo "
+                           f"{lang} lists them), the first: {missing[0][:80]!r}")
