@@ -52,6 +52,12 @@ def load_catalog(layout: Layout, lang: str) -> dict[str, str]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
+def has_words(text: str) -> bool:
+    """Whether a text has words to translate: a word of two letters or more outside inline code (a heading such as
+    ``Example:`` too, which the book's rule for one-token messages would keep)."""
+    return bool(re.search(r"[A-Za-z]{2,}", catalogs.PROTECTED.sub(" ", text)))
+
+
 def translator(layout: Layout, lang: str) -> tuple[Translate, list[str]]:
     """A lookup in ``lang``'s catalog that records what it lacks (in English: no lookup, nothing lacks)."""
     catalog, missing = ({} if lang == "en" else load_catalog(layout, lang)), []
@@ -77,7 +83,7 @@ def _doc_lines(value: str, tr: Translate) -> str | None:
     def flush() -> None:
         nonlocal complete
         english = "\n".join(prose)
-        translated = tr(english) if catalogs.needs_translation(english) else english
+        translated = tr(english) if has_words(english) else english
         complete = complete and translated is not None
         for line in (translated or english).split("\n"):
             out.append(line if not out or not line.strip() else " " * indent + line)
@@ -179,7 +185,7 @@ def _edits(text: str, filename: str, tr: Translate) -> list[tuple[int, int, str]
         elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.lineno not in skip:
             for arg in node.exc.args:
                 english = _template(arg)
-                if english and catalogs.needs_translation(english) and (translated := tr(english)) is not None:
+                if english and has_words(english) and (translated := tr(english)) is not None:
                     start = at(arg.lineno, arg.col_offset)
                     column = start - starts[arg.lineno - 1]
                     edits.append((start, at(arg.end_lineno, arg.end_col_offset),
@@ -206,7 +212,7 @@ def _comment_edits(text: str, starts: list[int], skip: set[int], tr: Translate) 
     edits = []
     for run in runs:
         english = "\n".join(re.sub(r"^# ?", "", t.string) for t in run)
-        if catalogs.needs_translation(english) and (translated := tr(english)) is not None:
+        if has_words(english) and (translated := tr(english)) is not None:
             column = run[0].start[1]
             body = ("\n" + " " * column).join("# " + line for line in translated.split("\n"))
             edits.append((starts[run[0].start[0] - 1] + column, starts[run[-1].end[0] - 1] + run[-1].end[1], body))
