@@ -12,7 +12,10 @@ to the next and nobody without the folder can map ids to names; ``names=True`` s
 
 What the leaderboard can prove: that these weights score this accuracy on the test split. Not that the
 learner trained them with their code and the settings their summary states: the corpus is public, so weights
-could come from anywhere. Each learner's row says "not verified" until `course verify` (grading/verify.py)
+could come from anywhere. Nor how the run was picked: every fine-tuning prints its test accuracy, so a learner
+who trained many runs and handed in the best on test (`make submit CH=08 RUN=...`; by default it hands in the
+best on valid) has chosen on test, and that row is optimistic by up to the spread of the runs tried; the
+weights do not show it. The book's chapter 08 says so to learners before they train. Each learner's row says "not verified" until `course verify` (grading/verify.py)
 has trained the recorded recipe again with the reference implementation, then its verdict: "verified" (the
 re-run lands within run-to-run noise of the hand-in), "failed", "not verifiable" (a GPU run, a pretrained
 start, an ensemble) or "unfinished". A verdict counts only beside the weights it was made on (their digest):
