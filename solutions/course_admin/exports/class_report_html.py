@@ -112,8 +112,10 @@ def leaderboard_html(rows: list[dict]) -> str:
             "weights score it, not that the learner's code and stated settings trained them: a row stays "
             "<i>not verified</i> until <code>course verify</code> trains the recorded recipe again with the "
             "reference implementation; <i>verified</i> means that re-run reached the hand-in's accuracy within "
-            "run-to-run noise: the weights are no better than their recipe explains. Not that the learner's code "
-            "trained them, who ran it or how long it took.</p>"
+            "the tolerance of run-to-run noise (chapter 08 of the book derives it). Not that the learner's code "
+            "trained them, who ran it or how long it took; nor how the run was picked: learners see every run's "
+            "test accuracy, and one who hands in the best of many on test has a row optimistic by up to their "
+            "spread.</p>"
             "<table><tr><th>who</th><th>test accuracy</th><th>parameters</th><th>training minutes</th>"
             f"<th>device</th><th>pretrained</th><th>verified</th></tr>{body}</table>")
 
