@@ -43,7 +43,7 @@ from course_lib.provided.layout import EXERCISE_RE, LAYOUT, Layout
 
 from ..intake.answers import auto_graded
 from .learner_tree import export_learner_tree
-from . import notebook_i18n
+from . import notebook_i18n, stub_i18n
 from .notebook_facts import fill, filled_source
 from .exercises import IGNORE, NBGRADER_IGNORE, files_under as _files, generate_exercises
 from .stubs import ReleaseError, make_stub
@@ -263,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         if folder.startswith("exercises_"):
             print(f"course release: WARNING: {folder}/ not regenerated, its translation is behind the English: {why}",
                   file=sys.stderr)
+    for lang in notebook_i18n.EDITIONS:
+        if (behind_stubs := stub_i18n.warning(lang, layout)) is not None:
+            print(f"course release: WARNING: {behind_stubs}", file=sys.stderr)
     changed = sum(not line.startswith("left alone") for line in changes)
     print(f"course release: {summary} generated, {changed or 'no'} change(s) to the tree")
     if args.learner_tree is not None:

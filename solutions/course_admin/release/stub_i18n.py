@@ -270,6 +270,16 @@ def problems(lang: str, layout: Layout = LAYOUT) -> list[str]:
     return found + [f"{m[:50]!r}: {issue}" for m in want if done.get(m) for issue in issues(m, done[m])]
 
 
+def warning(lang: str, layout: Layout = LAYOUT) -> str | None:
+    """What `course release` says when ``lang``'s stubs cannot be made (None when they can)."""
+    left = problems(lang, layout)
+    if not left:
+        return None
+    return (f"{layout.rel(catalog_path(layout, lang))} is behind "
+            f"the English stubs ({len(left)} problem(s), the first: {left[0]}); a --lang {lang} learner tree cannot be "
+            f"made until it is translated: python -m course_admin.release.stub_i18n todo {lang}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_admin.release.stub_i18n", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -104,6 +104,15 @@ def test_a_learner_tree_in_chinese_holds_the_chinese_stubs(tmp_path: Path) -> No
         (LAYOUT.course_lib / "attention.py").read_bytes() and sorted(english) == sorted(files)
 
 
+@pytest.mark.xfail(strict=True, reason="course_lib/provided/preflight.py's STUB_MARK knows the English hint only, so "
+                   "`make submit` in a Chinese tree does not warn of a function left as the stub (not this module's "
+                   "file: reported in issue 42; remove this mark when it matches the Chinese hint too)")
+def test_submit_finds_the_unfinished_chinese_stubs(tmp_path: Path) -> None:
+    from course_lib.provided import preflight
+    export_learner_tree(LAYOUT.root, tmp_path / "tree", None, "zh_CN")
+    assert preflight.unfinished_stubs("02", tmp_path / "tree") == ["course_lib/attention.py: scaled_dot_product_attention"]
+
+
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     """A copy of what the Chinese stubs are made from, to edit: the solution modules, the catalog, the specs."""
@@ -117,7 +126,7 @@ def root(tmp_path: Path) -> Path:
 
 def test_a_planted_change_to_an_english_docstring_is_caught(root: Path) -> None:
     layout = Layout(root)
-    assert stub_i18n.problems("zh_CN", layout) == [], "the copy starts in sync"
+    assert stub_i18n.problems("zh_CN", layout) == [] and stub_i18n.warning("zh_CN", layout) is None, "in sync"
     old = "Attend from each query to all keys and mix the values with the resulting weights."
     new = "Attend from every query to all keys and mix the values with the resulting weights."
     solution = layout.reference / "attention.py"
@@ -129,6 +138,8 @@ def test_a_planted_change_to_an_english_docstring_is_caught(root: Path) -> None:
     with pytest.raises(ReleaseError, match="no zh_CN translation"):
         translated_stubs(root, "zh_CN")  # so no Chinese learner tree is written with an English docstring
     assert make_stub(layout, solution)  # the English stub is unaffected
+    said = stub_i18n.warning("zh_CN", layout)  # what `course release` warns of
+    assert said and said.startswith("solutions/locale/zh_CN/course_lib.json is behind the English stubs (2 problem(s)")
 
 
 def test_a_translation_that_loses_code_a_shape_or_a_number_is_named(root: Path) -> None:
