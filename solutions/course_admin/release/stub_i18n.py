@@ -25,7 +25,6 @@ import re
 import sys
 import tokenize
 import unicodedata
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,10 +43,12 @@ NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
 
 
 def catalog_path(layout: Layout, lang: str) -> Path:
+    """solutions/locale/<lang>/course_lib.json: {English text of a stub: its translation}."""
     return layout.solutions / "locale" / i18n.normalise(lang) / "course_lib.json"
 
 
 def load_catalog(layout: Layout, lang: str) -> dict[str, str]:
+    """``lang``'s catalog of the stubs ({} when there is none)."""
     path = catalog_path(layout, lang)
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
