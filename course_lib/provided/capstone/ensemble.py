@@ -21,13 +21,14 @@ import torch
 from torch import nn
 
 from ..checkpoints import latest_checkpoint
+from ..i18n import _
 from ..runtime import pick_device, process_context
 from ..training import to_device
 from .batching import Example, batch_order, collate, encode_reviews
 from .data import reviews
 from .report import cached_baselines, comparison_table
 from .handin import weights_of
-from .stages import finetune, make_classifier, run_folder, settings
+from .stages import finetune, make_classifier, run_folder, say, settings
 from .vocab import CharVocab
 
 
@@ -49,7 +50,8 @@ def member_probabilities(folder: Path, device: torch.device) -> dict[str, torch.
     """The best-valid model of the fine-tuning run in ``folder``: its probabilities on valid and test."""
     found = latest_checkpoint(folder / "checkpoints")
     if found is None:
-        raise SystemExit(f"no trained model in {folder}: run `course capstone finetune` with the same options first")
+        raise SystemExit(_("no trained model in {folder}: run `course capstone finetune` with the same options "
+                           "first").format(folder=folder))
     run, vocab = found[1]["settings"]["run"], CharVocab.load(folder / "vocab.json")
     state = weights_of(folder)  # the best valid accuracy's, else the newest checkpoint's
     model = make_classifier(run, vocab, state.get("embed.keys"))
@@ -71,9 +73,37 @@ def ensemble_accuracy(probabilities: Sequence[dict[str, torch.Tensor]]) -> dict[
     return accuracy
 
 
+def unverifiable(run: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    """Why `course verify` (solutions/course_admin/grading/verify.py, ``recipe``) will mark this run's hand-in
+    "not verifiable", one notice a reason, said before it trains: a start from a pretraining run (the hand-in
+    does not carry it), an ensemble (verify trains one run again), a device other than the CPU (verify trains
+    on the grader's CPU). The trained model's points are measured on the weights and do not depend on it."""
+    found = []
+    if getattr(args, "pretrained", None):
+        found.append(_("notice: this run starts from a pretrained encoder (--pretrained), and its hand-in does not "
+                       "include the pretraining run, so `course verify` cannot train it again: the hand-in will be "
+                       "marked \"not verifiable\" (the trained model's points do not depend on it; for a run that "
+                       "can be verified, fine-tune one seed from scratch on a CPU)"))
+    if run["seeds"] > 1:
+        found.append(_("notice: this run is an ensemble of {seeds} seeds (--seeds), and `course verify` trains one "
+                       "run again, not an ensemble: the hand-in will be marked \"not verifiable\" (the trained "
+                       "model's points do not depend on it; for a run that can be verified, add --seeds 1)"
+                       ).format(seeds=run["seeds"]))
+    device = pick_device(args.device)
+    if device.type != "cpu":
+        found.append(_("notice: this run trains on {device}, and `course verify` trains it again on the grader's "
+                       "CPU: the hand-in will be marked \"not verifiable\" (the trained model's points do not "
+                       "depend on it; for a run that can be verified, train on a CPU with --device cpu)"
+                       ).format(device=device.type))
+    return found
+
+
 def finetune_command(args: argparse.Namespace) -> int:
-    """``course capstone finetune``: one run, or with ``--seeds K`` (or a preset's) K runs and their ensemble."""
+    """``course capstone finetune``: one run, or with ``--seeds K`` (or a preset's) K runs and their ensemble;
+    first, why `course verify` could not verify it, if it could not."""
     run = settings(args, "finetune")
+    for notice in unverifiable(run, args):
+        say(notice)
     if run["seeds"] <= 1:
         finetune(args)
         return 0
@@ -102,10 +132,11 @@ def finetune_command(args: argparse.Namespace) -> int:
     summary["examples_per_second"] = sum(s["examples_per_second"] * s["train_seconds"]
                                          for s in summaries) / max(summary["train_seconds"], 1e-9)
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
-    rows = [(f"{folder.name}/seed-{m['seed']} (best valid, step {m['step']})", m["valid_accuracy"], m["test_accuracy"])
-            for m in summary["members"]]
-    rows.append((f"{folder.name}: ensemble of {len(members)}", accuracy["valid"], accuracy["test"]))
+    rows = [(_("{name} (best valid, step {step})").format(name=f"{folder.name}/seed-{m['seed']}", step=m["step"]),
+             m["valid_accuracy"], m["test_accuracy"]) for m in summary["members"]]
+    rows.append((_("{name}: ensemble of {count}").format(name=folder.name, count=len(members)), accuracy["valid"],
+                 accuracy["test"]))
     print(comparison_table(cached_baselines(Path(args.out)), rows))
-    print(f"{summary['train_seconds']:.0f} s of training in all ({summary['train_cpu_seconds']:.0f} s of CPU); "
-          f"summary in {folder / 'summary.json'}")
+    print(_("{train:.0f} s of training in all ({cpu:.0f} s of CPU); summary in {path}").format(
+        train=summary["train_seconds"], cpu=summary["train_cpu_seconds"], path=folder / "summary.json"))
     return 0

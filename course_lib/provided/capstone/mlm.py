@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ..i18n import _
 from .batching import batch_order, collate
 from .vocab import CharVocab
 
@@ -47,7 +48,7 @@ def mask_tokens(tokens: Tensor, mask_id: int, vocab_size: int, special_ids: Coll
     specials = torch.tensor(sorted(special_ids), dtype=tokens.dtype, device=tokens.device)
     regular = torch.tensor([i for i in range(vocab_size) if i not in set(special_ids)], dtype=tokens.dtype)
     if len(regular) == 0:
-        raise ValueError("mask_tokens needs at least one non-special id to draw replacements from")
+        raise ValueError(_("mask_tokens needs at least one non-special id to draw replacements from"))
     chosen = (torch.rand(tokens.shape, generator=generator) < prob).to(tokens.device)      # (batch, seq)
     chosen &= ~torch.isin(tokens, specials)
     roll = torch.rand(tokens.shape, generator=generator).to(tokens.device)                 # (batch, seq)
@@ -85,8 +86,8 @@ class MaskedLM(nn.Module):
         self.decoder = nn.Linear(d_model, vocab_size)
         if tied_weight is not None:
             if tuple(tied_weight.shape) != (vocab_size, d_model):
-                raise ValueError(f"a tied LM head needs a weight of shape {(vocab_size, d_model)}, "
-                                 f"not {tuple(tied_weight.shape)}")
+                raise ValueError(_("a tied LM head needs a weight of shape {wanted}, not {got}").format(
+                    wanted=(vocab_size, d_model), got=tuple(tied_weight.shape)))
             self.decoder.weight = tied_weight
 
     def forward(self, tokens: Tensor, mask: Tensor, targets: Tensor | None = None) -> Tensor:

@@ -24,6 +24,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from ..i18n import _
+
 Size = Literal["quick", "full"]
 Impl = Literal["learner", "reference"]
 TRANSFORMER_MODULE = "course_lib.classifier"
@@ -66,7 +68,7 @@ class LSTMClassifier(nn.Module):
                  dropout: float = 0.1, pad_id: int = 0) -> None:
         super().__init__()
         if pooling not in ("mean", "last"):
-            raise ValueError(f"pooling must be 'mean' or 'last', not {pooling!r}")
+            raise ValueError(_("pooling must be 'mean' or 'last', not {pooling}").format(pooling=repr(pooling)))
         self.pooling = pooling
         self.embedding = nn.Embedding(vocab_size, d_embed, padding_idx=pad_id)
         self.lstm = nn.LSTM(d_embed, d_hidden, num_layers, batch_first=True, bidirectional=bidirectional,
@@ -136,8 +138,8 @@ class BigramInput(nn.Module):
 def add_bigrams(model: nn.Module, keys: Sequence[int] | Tensor, vocab_size: int, pad_id: int = 0) -> nn.Module:
     """Give ``model`` (with an ``embed`` member and ``d_model``, as chapter 08's classifier) bigram inputs."""
     if not hasattr(model, "embed"):
-        raise ModelUnavailable("bigram inputs need the classifier's token embedding as the member `embed` "
-                               "(chapter 08's contract)")
+        raise ModelUnavailable(_("bigram inputs need the classifier's token embedding as the member `embed` "
+                                 "(chapter 08's contract)"))
     model.embed = BigramInput(model.embed, torch.as_tensor(keys, dtype=torch.long), vocab_size,
                               int(model.d_model), pad_id)
     return model
@@ -149,20 +151,20 @@ def _classifier_class(impl: Impl) -> type[nn.Module]:
         try:
             return importlib.import_module(REFERENCE_MODULE).TransformerClassifier
         except ModuleNotFoundError:
-            raise ModelUnavailable("--impl reference: the reference implementation (course_ref) ships only with "
-                                   "the instructor's repository; train your own with --impl learner") from None
+            raise ModelUnavailable(_("--impl reference: the reference implementation (course_ref) ships only with "
+                                     "the instructor's repository; train your own with --impl learner")) from None
     try:
         module = importlib.import_module(TRANSFORMER_MODULE)
     except ModuleNotFoundError as err:
         if err.name != TRANSFORMER_MODULE:
             raise
-        raise ModelUnavailable(f"--model transformer: chapter 08 not implemented yet (module missing: "
-                               f"{TRANSFORMER_MODULE}). Write TransformerClassifier in course_lib/classifier.py, "
-                               "or train --model lstm meanwhile.") from None
+        raise ModelUnavailable(_("--model transformer: chapter 08 not implemented yet (module missing: {module}). "
+                                 "Write TransformerClassifier in course_lib/classifier.py, or train --model lstm "
+                                 "meanwhile.").format(module=TRANSFORMER_MODULE)) from None
     cls = getattr(module, "TransformerClassifier", None)
     if cls is None:
-        raise ModelUnavailable(f"--model transformer: chapter 08 not implemented yet: {TRANSFORMER_MODULE} "
-                               "has no TransformerClassifier.")
+        raise ModelUnavailable(_("--model transformer: chapter 08 not implemented yet: {module} has no "
+                                 "TransformerClassifier.").format(module=TRANSFORMER_MODULE))
     return cls
 
 
@@ -179,8 +181,9 @@ def _transformer(vocab_size: int, pad_id: int, size: Size, max_len: int, dropout
             model(probe, torch.ones(1, 2, dtype=torch.bool))
         model.train()
     except NotImplementedError as err:
-        hint = "" if impl == "reference" else " (or, in the instructor's repository, --impl reference)"
-        raise ModelUnavailable(f"--model transformer: chapter 08 not implemented yet: {err}{hint}") from None
+        hint = "" if impl == "reference" else _(" (or, in the instructor's repository, --impl reference)")
+        raise ModelUnavailable(_("--model transformer: chapter 08 not implemented yet: {error}{hint}").format(
+            error=err, hint=hint)) from None
     return model
 
 
@@ -201,8 +204,9 @@ def build_classifier(name: str, vocab_size: int, pad_id: int = 0, size: Size = "
     or the reference (``course_ref``, the instructor's repository only).
     """
     if name not in CLASSIFIERS:
-        raise ValueError(f"unknown model {name!r}; choose one of {sorted(CLASSIFIERS)}")
+        raise ValueError(_("unknown model {name}; choose one of {names}").format(name=repr(name),
+                                                                                 names=sorted(CLASSIFIERS)))
     if size not in ("quick", "full"):
-        raise ValueError(f"size must be 'quick' or 'full', not {size!r}")
+        raise ValueError(_("size must be 'quick' or 'full', not {size}").format(size=repr(size)))
     builder = partial(_transformer, impl=impl) if CLASSIFIERS[name] is _transformer else CLASSIFIERS[name]
     return builder(vocab_size, pad_id, size, max_len, dropout, num_classes)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..checkpoints import latest_checkpoint
+from ..i18n import _
 from .baselines import BaselineResult, run_baselines
 from .data import reviews
 
@@ -38,7 +39,7 @@ def cached_baselines(out: Path, refit: bool = False) -> list[BaselineResult]:
         saved = json.loads(path.read_text(encoding="utf-8"))
         if saved.get("split_sizes") == sizes:
             return [BaselineResult(**row) for row in saved["results"]]
-    print("fitting the baselines on train (once; cached in", path, ")", flush=True)
+    print(_("fitting the baselines on train (once; cached in {path} )").format(path=path), flush=True)
     results = run_baselines()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"split_sizes": sizes, "results": [vars(r) for r in results]}, indent=1),
@@ -47,9 +48,10 @@ def cached_baselines(out: Path, refit: bool = False) -> list[BaselineResult]:
 
 
 def comparison_table(baselines: Sequence[BaselineResult], models: Sequence[tuple[str, float, float]]) -> str:
-    """A Markdown table: each baseline, then each ``(name, valid accuracy, test accuracy)`` of ``models``."""
-    lines = ["| model | valid acc | test acc |", "|---|---:|---:|"]
-    lines += [f"| {r.name} | {r.valid_accuracy:.1%} | {r.test_accuracy:.1%} |" for r in baselines]
+    """A Markdown table: each baseline, then each ``(name, valid accuracy, test accuracy)`` of ``models``; its
+    header and the baselines' names in the learner's language."""
+    lines = [f"| {_('model')} | {_('valid acc')} | {_('test acc')} |", "|---|---:|---:|"]
+    lines += [f"| {_(r.name)} | {r.valid_accuracy:.1%} | {r.test_accuracy:.1%} |" for r in baselines]
     lines += [f"| **{name}** | **{valid:.1%}** | **{test:.1%}** |" for name, valid, test in models]
     return "\n".join(lines)
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..checkpoints import latest_checkpoint
+from ..i18n import _
 from ..runtime import ProcessContext, pick_device, process_context, seed_everything, shard_groups
 from ..training import TrainConfig, to_device, train, warmup_cosine
 from .batching import Batch, Example, batch_order, collate, encode_reviews
@@ -142,7 +143,8 @@ def pretrained_encoder(folder: Path) -> dict[str, torch.Tensor]:
     """The encoder weights of the pretraining run in ``folder`` (its newest checkpoint), by the classifier's names."""
     found = latest_checkpoint(Path(folder) / "checkpoints")
     if found is None:
-        raise SystemExit(f"--pretrained {folder}: no checkpoint there; run `course capstone pretrain` first")
+        raise SystemExit(_("--pretrained {folder}: no checkpoint there; run `course capstone pretrain` first").format(
+            folder=folder))
     return {k.removeprefix("encoder."): v for k, v in found[1]["model"].items() if k.startswith("encoder.")}
 
 
@@ -151,8 +153,8 @@ def load_pretrained(model: nn.Module, encoder: dict[str, torch.Tensor], folder: 
     try:
         model.load_state_dict(encoder)
     except RuntimeError as err:
-        raise SystemExit(f"--pretrained {folder}: its encoder does not fit this model (same --model, preset and "
-                         f"--bigrams as the pretraining run?): {err}") from None
+        raise SystemExit(_("--pretrained {folder}: its encoder does not fit this model (same --model, preset and "
+                           "--bigrams as the pretraining run?): {error}").format(folder=folder, error=err)) from None
 
 
 def classifier_vocab(run: dict[str, Any], texts: Sequence[str]) -> tuple[CharVocab, list[int] | None]:
@@ -163,8 +165,11 @@ def classifier_vocab(run: dict[str, Any], texts: Sequence[str]) -> tuple[CharVoc
 
 def describe(run: dict[str, Any], device: torch.device) -> str:
     """Where the run trains: the device, and on a CPU the threads (saved with the settings)."""
-    threads = f", {run['threads']} thread{'s' * (run['threads'] != 1)} (--threads)" if run.get("threads") else ""
-    return f"{device}{threads}"
+    if not run.get("threads"):
+        return str(device)
+    text = _("{device}, {count} thread (--threads)") if run["threads"] == 1 else \
+        _("{device}, {count} threads (--threads)")
+    return text.format(device=device, count=run["threads"])
 
 
 def finetune(args: argparse.Namespace, folder: Path | None = None, table: bool = True) -> dict[str, Any] | None:
@@ -192,9 +197,10 @@ def finetune(args: argparse.Namespace, folder: Path | None = None, table: bool =
     if process_context().is_main:
         folder.mkdir(parents=True, exist_ok=True)
         vocab.save(folder / "vocab.json")
-    say(f"finetune {run['model']} ({run['parameters']:,} parameters) on {len(train_set):,} reviews, "
-        f"{run['steps']} steps of {run['batch_size']}, {run['preset']} preset, on "
-        f"{describe(run, pick_device(args.device))} -> {folder}")
+    say(_("finetune {model} ({parameters:,} parameters) on {reviews:,} reviews, {steps} steps of {batch}, {preset} "
+          "preset, on {where} -> {folder}").format(
+        model=run["model"], parameters=run["parameters"], reviews=len(train_set), steps=run["steps"],
+        batch=run["batch_size"], preset=run["preset"], where=describe(run, pick_device(args.device)), folder=folder))
     lengths = [len(ids) for ids, _ in train_set]
 
     def epoch_batches(epoch: int, ctx: ProcessContext) -> Iterator[Batch]:
@@ -212,7 +218,7 @@ def finetune(args: argparse.Namespace, folder: Path | None = None, table: bool =
     best_valid = [best_so_far(folder)]  # read once: a resumed run goes on from its saved best
 
     def evaluate(net: nn.Module, device: torch.device) -> dict[str, float]:
-        accuracy, loss, _ = score(net, valid_set, vocab.pad_id, device)
+        accuracy, loss, _probs = score(net, valid_set, vocab.pad_id, device)
         if accuracy > best_valid[0]:  # the weights of the best valid accuracy yet, for model selection
             torch.save({"valid_accuracy": accuracy, "model": net.state_dict()}, best_file.with_suffix(".part"))
             best_file.with_suffix(".part").replace(best_file)
@@ -227,13 +233,13 @@ def finetune(args: argparse.Namespace, folder: Path | None = None, table: bool =
     if device.type == "cpu" and "valid_accuracy" in result.last_eval:  # the last step's, as evaluated (fp32 there)
         valid_accuracy = result.last_eval["valid_accuracy"]
     else:  # on a GPU the evaluation ran under bf16 autocast: scored again in float32, as test is
-        valid_accuracy, _, _ = score(result.model, valid_set, vocab.pad_id, device)
-    test_accuracy, _, _ = score(result.model, test_set, vocab.pad_id, device)
+        valid_accuracy = score(result.model, valid_set, vocab.pad_id, device)[0]
+    test_accuracy = score(result.model, test_set, vocab.pad_id, device)[0]
     summary = {**run, "device": str(device), "valid_accuracy": valid_accuracy, "test_accuracy": test_accuracy,
                "resumed_from": result.resumed_from, "train_seconds": result.train_seconds,
                "train_cpu_seconds": result.cpu_seconds, "examples_per_second": result.examples_per_second,
                "wall_seconds": time.perf_counter() - start}
-    models = [(f"{folder.name} (this run, last step)", valid_accuracy, test_accuracy)]
+    models = [(_("{name} (this run, last step)").format(name=folder.name), valid_accuracy, test_accuracy)]
     if best_file.is_file():  # chosen on valid alone; its test accuracy is reported, never used to choose
         best = torch.load(best_file, map_location=device, weights_only=True)
         step = next((r["step"] for r in read_metrics(folder / "metrics.jsonl")
@@ -242,16 +248,18 @@ def finetune(args: argparse.Namespace, folder: Path | None = None, table: bool =
             best_test = test_accuracy  # the last step's weights, scored on test above
         else:
             result.model.load_state_dict(best["model"])
-            best_test, _, _ = score(result.model, test_set, vocab.pad_id, device)
+            best_test = score(result.model, test_set, vocab.pad_id, device)[0]
         summary["best_valid"] = {"step": step, "valid_accuracy": best["valid_accuracy"], "test_accuracy": best_test}
-        models.append((f"{folder.name} (best valid, step {step})", best["valid_accuracy"], best_test))
+        models.append((_("{name} (best valid, step {step})").format(name=folder.name, step=step),
+                       best["valid_accuracy"], best_test))
     (folder / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     if table:
         print(comparison_table(cached_baselines(Path(args.out)), models))
-    resumed = f", resumed from step {result.resumed_from}" if result.resumed_from else ""
-    print(f"{result.train_seconds:.0f} s of training for the whole run ({result.examples_per_second:.0f} examples/s, "
-          f"{result.cpu_seconds:.0f} s of CPU), {summary['wall_seconds']:.0f} s for this command{resumed}; "
-          f"summary in {folder / 'summary.json'}")
+    resumed = _(", resumed from step {step}").format(step=result.resumed_from) if result.resumed_from else ""
+    print(_("{train:.0f} s of training for the whole run ({speed:.0f} examples/s, {cpu:.0f} s of CPU), {wall:.0f} s "
+            "for this command{resumed}; summary in {path}").format(
+        train=result.train_seconds, speed=result.examples_per_second, cpu=result.cpu_seconds,
+        wall=summary["wall_seconds"], resumed=resumed, path=folder / "summary.json"))
     return summary
 
 
@@ -269,9 +277,11 @@ def pretrain(args: argparse.Namespace) -> int:
     if process_context().is_main:
         folder.mkdir(parents=True, exist_ok=True)
         vocab.save(folder / "vocab.json")
-    say(f"pretrain {run['model']} ({run['parameters']:,} parameters) on {len(train_chunks):,} chunks of at most "
-        f"{run['max_len']} characters of {run['pretrain_text']} ({len(held_out):,} held out), {run['steps']} steps, "
-        f"{run['preset']} preset, on {describe(run, pick_device(args.device))} -> {folder}")
+    say(_("pretrain {model} ({parameters:,} parameters) on {chunks:,} chunks of at most {max_len} characters of "
+          "{text} ({held:,} held out), {steps} steps, {preset} preset, on {where} -> {folder}").format(
+        model=run["model"], parameters=run["parameters"], chunks=len(train_chunks), max_len=run["max_len"],
+        text=run["pretrain_text"], held=len(held_out), steps=run["steps"], preset=run["preset"],
+        where=describe(run, pick_device(args.device)), folder=folder))
     lengths = [len(c) for c in train_chunks]
     held_batches = list(mlm_batches(held_out, 128, vocab, seed=12345))  # the same masks at every evaluation
 
@@ -297,9 +307,11 @@ def pretrain(args: argparse.Namespace) -> int:
                    evaluate=evaluate, out=folder, schedule=warmup_cosine(run["warmup"], run["steps"]),
                    device=args.device, run_config=run)
     if result.is_main:
-        print(f"masked characters predicted on held-out text: {result.last_eval.get('valid_mlm_accuracy', 0):.1%}")
+        print(_("masked characters predicted on held-out text: {accuracy:.1%}").format(
+            accuracy=result.last_eval.get("valid_mlm_accuracy", 0)))
         impl = " --impl reference" if run["impl"] == "reference" else ""
-        print(f"pretrained for {result.train_seconds:.0f} s ({result.cpu_seconds:.0f} s of CPU); fine-tune it: "
-              f"course capstone finetune --model {run['model']} --preset {run['preset']}{impl} --out {args.out} "
-              f"--pretrained {folder}")
+        command = (f"course capstone finetune --model {run['model']} --preset {run['preset']}{impl} --out {args.out} "
+                   f"--pretrained {folder}")
+        print(_("pretrained for {train:.0f} s ({cpu:.0f} s of CPU); fine-tune it: {command}").format(
+            train=result.train_seconds, cpu=result.cpu_seconds, command=command))
     return 0

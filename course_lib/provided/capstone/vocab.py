@@ -23,6 +23,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..i18n import _
+
 PAD, UNK, CLS, MASK = "<pad>", "<unk>", "<cls>", "<mask>"
 SPECIALS: tuple[str, ...] = (PAD, UNK, CLS, MASK)
 
@@ -34,9 +36,9 @@ class CharVocab:
         """A vocabulary of the specials followed by ``chars`` (single characters, no repeats), in order."""
         bad = [c for c in chars if len(c) != 1]
         if bad:
-            raise ValueError(f"a CharVocab holds single characters, not {bad[:3]}")
+            raise ValueError(_("a CharVocab holds single characters, not {found}").format(found=bad[:3]))
         if len(set(chars)) != len(chars):
-            raise ValueError("a CharVocab lists each character once")
+            raise ValueError(_("a CharVocab lists each character once"))
         self._itos: tuple[str, ...] = SPECIALS + tuple(chars)
         self._stoi: dict[str, int] = {token: i for i, token in enumerate(self._itos)}
 
@@ -48,9 +50,10 @@ class CharVocab:
         Ties are broken by the character itself, so the same texts always give the same ids.
         """
         if min_freq < 1:
-            raise ValueError(f"min_freq must be at least 1, not {min_freq}")
+            raise ValueError(_("min_freq must be at least 1, not {value}").format(value=min_freq))
         if max_size is not None and max_size < len(SPECIALS):
-            raise ValueError(f"max_size must leave room for the {len(SPECIALS)} specials, not {max_size}")
+            raise ValueError(_("max_size must leave room for the {count} specials, not {value}").format(
+                count=len(SPECIALS), value=max_size))
         counts = Counter(char for text in texts for char in text)
         ranked = sorted((c for c, n in counts.items() if n >= min_freq), key=lambda c: (-counts[c], c))
         if max_size is not None:
@@ -124,7 +127,8 @@ class CharVocab:
         """The vocabulary ``save`` wrote; refuses a file whose specials differ from these."""
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         if tuple(data.get("specials", ())) != SPECIALS:
-            raise ValueError(f"{path}: specials {data.get('specials')} differ from {list(SPECIALS)}")
+            raise ValueError(_("{path}: specials {found} differ from {wanted}").format(
+                path=path, found=data.get("specials"), wanted=list(SPECIALS)))
         return cls(data["chars"])
 
 
