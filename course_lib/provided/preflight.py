@@ -19,7 +19,8 @@ from .i18n import _
 LEARNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 ID_FILE = ".course-learner"
 PLACEHOLDER = "YOUR ANSWER HERE"
-STUB_MARK = re.compile(r"raise NotImplementedError\(\"Chapter \d\d: implement (\S+)")
+# the hint a stub raises, in English or in Chinese (a tree released with --lang zh_CN): the function it names
+STUB_MARK = re.compile(r"raise NotImplementedError\(\"(?:Chapter \d\d: implement (\S+)|第 \d\d 章：请在 \S+ 中实现 (\S+)（)")
 
 
 class PreflightError(Exception):
@@ -70,7 +71,8 @@ def unfinished_stubs(number: str, root: Path = LAYOUT.root) -> list[str]:
     for module in modules_for(number):
         path = root / "course_lib" / module
         if path.is_file():
-            found += [f"course_lib/{module}: {name}" for name in STUB_MARK.findall(path.read_text(encoding="utf-8"))]
+            found += [f"course_lib/{module}: {english or chinese}"
+                      for english, chinese in STUB_MARK.findall(path.read_text(encoding="utf-8"))]
     return found
 
 

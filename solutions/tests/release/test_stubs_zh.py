@@ -104,9 +104,6 @@ def test_a_learner_tree_in_chinese_holds_the_chinese_stubs(tmp_path: Path) -> No
         (LAYOUT.course_lib / "attention.py").read_bytes() and sorted(english) == sorted(files)
 
 
-@pytest.mark.xfail(strict=True, reason="course_lib/provided/preflight.py's STUB_MARK knows the English hint only, so "
-                   "`make submit` in a Chinese tree does not warn of a function left as the stub (not this module's "
-                   "file: reported in issue 42; remove this mark when it matches the Chinese hint too)")
 def test_submit_finds_the_unfinished_chinese_stubs(tmp_path: Path) -> None:
     from course_lib.provided import preflight
     export_learner_tree(LAYOUT.root, tmp_path / "tree", None, "zh_CN")
