@@ -1,0 +1,144 @@
+"""`course capstone` in Chinese (COURSE_LANG=zh_CN, as in a tree released with --lang zh_CN): its --help and each
+subcommand's, the progress line a run starts with, and the notice that `course verify` will not verify a pretrained
+start or an ensemble, with no run of three English words outside option names, choices and identifiers; a message
+left untranslated (planted by taking its catalog entry away) is caught. English stays as it was (the other capstone
+tests read it)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from course_lib.provided import i18n
+from course_lib.provided.capstone import run, stages
+from course_lib.provided.capstone.vocab import CharVocab
+
+# Words that are names, not English prose: the command's own, its models and presets, and tools named in help texts
+NAMES = {"course", "capstone", "baselines", "pretrain", "finetune", "evaluate", "plot", "record", "torchrun", "lstm", "transformer", "quick", "cpu", "full", "learner", "reference",
+         "cuda", "torch", "news", "reviews", "make", "lab", "check", "submit", "install", "jupyter"}
+WORD = re.compile(r"[A-Za-z][a-z]*(?:'s)?")
+
+
+def english_runs(text: str, least: int = 3, names: set[str] = NAMES) -> list[str]:
+    """The runs of ``least`` or more English words in ``text`` (3 for help texts, which name options and choices
+    in their sentences; 1 for what a run prints, whose numbers would split a sentence into short runs): a token is a word when it is plain letters (lower case
+    or capitalised, not ALL CAPS or CamelCase: those are metavars and class names) and not one of ``names``;
+    options (-h, --out), paths, files, numbers, code and every non-ASCII character break a run."""
+    found, current = [], []
+    for token in re.sub(r"[^\x00-\x7f]+", " | ", text).split():  # a Chinese character ends a run
+        bare = token.strip("()[]{},;:.!?\"'")
+        if WORD.fullmatch(bare) and bare.lower() not in names and not re.search(r"[-_/=`.\d]", token.strip(".,;:")):
+            current.append(bare)
+            continue
+        if len(current) >= least:
+            found.append(" ".join(current))
+        current = []
+    return found + ([" ".join(current)] if len(current) >= least else [])
+
+
+def helps() -> dict[str, str]:
+    """The --help of `course capstone` and of each subcommand, as printed."""
+    parser = run.parser()
+    sub = next(a for a in parser._actions if a.dest == "command")  # noqa: SLF001 - argparse's subparsers action
+    return {"": parser.format_help(), **{name: p.format_help() for name, p in sub.choices.items()}}
+
+
+@pytest.fixture
+def zh(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COURSE_LANG", "zh_CN")
+
+
+def test_the_checker_finds_english_sentences_and_spares_names() -> None:
+    assert english_runs("the quick preset: small model, minutes on 2 cores") == ["preset small model minutes on"]
+    assert english_runs("--model transformer 训练谁的 TransformerClassifier：你的 course_lib（默认）") == []
+    assert english_runs("usage: course capstone finetune [-h] [--out OUT] [--batch-size BATCH_SIZE]") == []
+
+
+def test_every_help_is_chinese(zh: None) -> None:
+    for name, text in helps().items():
+        assert not english_runs(text), (name, english_runs(text), text)
+        assert "用法：course capstone" in text and "显示这条帮助信息并退出" in text and "选项：" in text
+
+
+def test_the_help_is_english_without_a_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COURSE_LANG", "en")
+    text = helps()["finetune"]
+    assert text.startswith("usage: course capstone finetune") and "\noptions:\n" in text
+    assert "show this help message and exit" in text and "a pretrain run's folder to start from" in text
+
+
+@pytest.mark.parametrize("message", ["no progress bar", run.SUBCOMMANDS["plot"], "show this help message and exit"])
+def test_a_planted_untranslated_help_text_is_caught(zh: None, monkeypatch: pytest.MonkeyPatch, message: str) -> None:
+    full = i18n.catalog("zh_CN")
+    monkeypatch.setattr(i18n, "catalog", lambda lang: {k: v for k, v in full.items() if k != message})
+    assert any(english_runs(text) for text in helps().values())
+
+
+class Stop(Exception):
+    """Raised in place of training: what a run says before it trains is all these tests read."""
+
+
+@pytest.fixture
+def no_training(monkeypatch: pytest.MonkeyPatch) -> None:
+    def stop(*args: object, **kwargs: object) -> None:
+        raise Stop
+
+    monkeypatch.setattr(stages, "train", stop)
+
+
+def start(out: Path, *options: str) -> None:
+    """Run `course capstone finetune --quick ...` (lstm, the CPU) up to where it would train."""
+    with pytest.raises(Stop):
+        run.main(["finetune", "--quick", "--model", "lstm", "--device", "cpu", "--out", str(out), "--no-progress",
+                  *options])
+
+
+def test_a_run_starts_with_a_chinese_progress_line(zh: None, no_training: None, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    start(tmp_path)
+    said = capsys.readouterr().out
+    assert said.startswith("微调 lstm（") and "条评论" in said and "1 个线程（--threads）" in said, said
+    assert not english_runs(said, 1) and "无法验证" not in said, said  # one seed from scratch on a CPU: verifiable
+
+
+def test_the_progress_line_is_english_without_a_language(monkeypatch: pytest.MonkeyPatch, no_training: None,
+                                                         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("COURSE_LANG", "en")
+    start(tmp_path)
+    said = capsys.readouterr().out
+    assert said.startswith("finetune lstm (") and "reviews, 600 steps of 64, quick preset, on cpu, 1 thread" in said
+
+
+def test_a_pretrained_start_is_told_before_it_trains_that_verify_cannot_verify_it(
+        zh: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "pretrain-lstm-quick"  # no checkpoint: the run stops, after the notice, with a Chinese error
+    empty.mkdir()
+    CharVocab(["好"]).save(empty / "vocab.json")
+    with pytest.raises(SystemExit, match="那里没有检查点"):
+        run.main(["finetune", "--quick", "--model", "lstm", "--device", "cpu", "--out", str(tmp_path),
+                  "--pretrained", str(empty)])
+    said = capsys.readouterr().out
+    assert said.startswith("注意：这次运行从预训练的编码器开始") and "“无法验证”" in said and "得分不受此影响" in said
+    assert not english_runs(said, 1), said
+
+
+def test_an_ensemble_is_told_too_in_english_as_well(monkeypatch: pytest.MonkeyPatch, no_training: None,
+                                                    tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("COURSE_LANG", "en")
+    start(tmp_path, "--seeds", "3")
+    said = capsys.readouterr().out
+    assert said.startswith("notice: this run is an ensemble of 3 seeds (--seeds)") and '"not verifiable"' in said
+    assert "add --seeds 1" in said and "points do not depend on it" in said
+    monkeypatch.setenv("COURSE_LANG", "zh_CN")
+    start(tmp_path, "--seeds", "3")
+    assert capsys.readouterr().out.startswith("注意：这次运行是 3 个种子的集成模型（--seeds）")
+
+
+def test_a_planted_untranslated_progress_line_is_caught(zh: None, no_training: None, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    full = i18n.catalog("zh_CN")
+    monkeypatch.setattr(i18n, "catalog", lambda lang: {k: v for k, v in full.items() if not k.startswith("finetune {")})
+    start(tmp_path)
+    assert english_runs(capsys.readouterr().out, 1)
