@@ -116,10 +116,13 @@ def own_version(root: Path, name: str, book_url: str | None = None, lang: str = 
 
 def _sources(root: Path, files: list[str], lang: str) -> dict[str, Path]:
     """{path in the learner tree: the file it is copied from}: in another language than English, the exercise
-    folders come from that language's edition (exercises_<lang>/, written by `course release`)."""
+    folders come from that language's edition (exercises_<lang>/, written by `course release`), and a README.md
+    with a README.<lang>.md beside it (the capstone's) from that translation."""
     if lang == "en":
         return {rel: root / rel for rel in files}
     sources = {rel: root / rel for rel in files if not rel.startswith("exercises/")}
+    sources.update({rel: path.with_name(f"README.{lang}.md") for rel, path in sources.items()  # the capstone's README
+                    if path.name == "README.md" and path.with_name(f"README.{lang}.md").is_file()})
     for folder in sorted({rel.split("/")[1] for rel in files if rel.startswith("exercises/") and rel.count("/") > 1}):
         edition = root / f"exercises_{lang}" / folder
         if not edition.is_dir():

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from course_admin.release import learner_tree
 from course_lib.provided import i18n
 from course_lib.provided.capstone import run, stages
 from course_lib.provided.capstone.vocab import CharVocab
+from course_lib.provided.layout import LAYOUT
 
 # Words that are names, not English prose: the command's own, its models and presets, and tools named in help texts
 NAMES = {"course", "capstone", "baselines", "pretrain", "finetune", "evaluate", "plot", "record", "torchrun", "lstm", "transformer", "quick", "cpu", "full", "learner", "reference",
@@ -142,3 +144,32 @@ def test_a_planted_untranslated_progress_line_is_caught(zh: None, no_training: N
     monkeypatch.setattr(i18n, "catalog", lambda lang: {k: v for k, v in full.items() if not k.startswith("finetune {")})
     start(tmp_path)
     assert english_runs(capsys.readouterr().out, 1)
+
+
+# ------------------------------------------------------------------ the capstone's README.zh_CN.md
+CAPSTONE = LAYOUT.root / "course_lib" / "provided" / "capstone"
+
+
+def test_the_chinese_readme_was_made_from_the_current_english() -> None:
+    english = (CAPSTONE / "README.md").read_text(encoding="utf-8")
+    first = (CAPSTONE / "README.zh_CN.md").read_text(encoding="utf-8").split("\n", 1)[0]
+    assert first == learner_tree.translated_from(english), (
+        "course_lib/provided/capstone/README.md changed since README.zh_CN.md was translated: translate the change, "
+        f"then make its first line {learner_tree.translated_from(english)}")
+    planted = english + "\nOne more sentence.\n"
+    assert first != learner_tree.translated_from(planted)
+
+
+def test_the_chinese_readme_is_chinese_prose() -> None:
+    text = (CAPSTONE / "README.zh_CN.md").read_text(encoding="utf-8")
+    prose = re.sub(r"```.*?```|`[^`\n]*`|<!--.*?-->", " ", text, flags=re.DOTALL)
+    assert not english_runs(prose), english_runs(prose)
+    assert english_runs(prose + "\nWhat each module does, measured here.\n"), "the check finds English"
+
+
+def test_a_chinese_tree_ships_the_capstone_readme_in_chinese() -> None:
+    rel = "course_lib/provided/capstone/README.md"
+    files = [rel, "course_lib/provided/capstone/README.zh_CN.md", "course_lib/provided/capstone/run.py"]
+    assert learner_tree._sources(LAYOUT.root, files, "zh_CN")[rel] == CAPSTONE / "README.zh_CN.md"
+    assert learner_tree._sources(LAYOUT.root, files, "en")[rel] == CAPSTONE / "README.md"
+    assert learner_tree._sources(LAYOUT.root, files, "zh_CN")[files[2]] == CAPSTONE / "run.py"
