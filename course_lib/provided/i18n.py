@@ -97,3 +97,17 @@ def check_name(name: str, templates: tuple[str, ...] = ()) -> str:
         if found:
             return _(template).format(**found.groupdict())
     return name
+
+
+class Said(str):
+    """A message in the learner's language that keeps its English, ``english``: what a grade table keys a row by
+    (a warning's), and what the instructor's log says. Made by ``said``."""
+
+    english: str = ""
+
+
+def said(template: str, **fields: object) -> Said:
+    """``_(template).format(**fields)``, remembering ``template.format(**fields)`` as its ``english``."""
+    out = Said(_(template).format(**fields) if fields else _(template))
+    out.english = template.format(**fields) if fields else template
+    return out

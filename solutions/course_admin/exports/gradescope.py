@@ -36,6 +36,7 @@ import zipfile
 from pathlib import Path
 
 from course_lib.provided import i18n
+from course_lib.provided.i18n import _
 from course_lib.provided import chapters as chapters_mod
 from course_lib.provided.layout import LAYOUT
 
@@ -188,21 +189,22 @@ def run(root: Path, numbers: list[str], isolation: str, lang: str = "en") -> int
     from .gradescope_upload import container_memory_bytes, learner_of, stage
 
     t0 = time.monotonic()
+    os.environ["COURSE_LANG"] = i18n.normalise(lang)  # what the learner reads, before `course grade` sets it too
     results_file = root / "results" / "results.json"
     results_file.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(results_file.parent, 0o700)  # never readable nor writable by the unprivileged uid of learner code
     learner = learner_of(root)  # and submission_metadata.json (earlier results, hidden ones too) closed
     submission = root / "submission"
     if not submission.is_dir():
-        write_results(results_file, failure(f"no submission folder at {submission}"))
+        write_results(results_file, failure(_("no submission folder at {folder}").format(folder=submission)))
         return 1
     try:
         options, how = container_isolation(isolation)
     except RuntimeError as exc:
         _log(f"NOT GRADED: {exc}.")
-        write_results(results_file, failure("the autograder could not run your code here, through no fault of "
-                                             "your upload", "Your instructor can see why; submit again once "
-                                             "they say it is fixed"))
+        write_results(results_file, failure(_("the autograder could not run your code here, through no fault of "
+                                               "your upload"), _("Your instructor can see why; submit again once "
+                                                                 "they say it is fixed")))
         return 1
     _log(how + ".")
     memory = container_memory_bytes()
@@ -230,8 +232,8 @@ def run(root: Path, numbers: list[str], isolation: str, lang: str = "en") -> int
         sys.stdout.write(said.getvalue())  # the instructor's part of Gradescope's output
         if rc != 0:
             _log(f"NOT GRADED: course grade stopped with exit status {rc} (its output is above).")
-            write_results(results_file, failure("the autograder could not grade your upload, through no fault "
-                                                "of yours", "Your instructor can see why"))
+            write_results(results_file, failure(_("the autograder could not grade your upload, through no fault "
+                                                  "of yours"), _("Your instructor can see why")))
             return 1
         book = Gradebook(work / "grades" / "gradebook.sqlite")
         try:
@@ -257,8 +259,9 @@ def packed_for_another(target: Path, numbers: list[str]) -> tuple[str, ...]:
     if not packed or packed in numbers:
         return ()
     wanted = ", ".join(numbers)
-    return (f"this upload was packed for chapter {packed} (its manifest.json says so), and this assignment grades "
-            f"chapter {wanted}: upload the zip `make submit CH={numbers[0]}` wrote",)
+    return (_("this upload was packed for chapter {packed} (its manifest.json says so), and this assignment grades "
+              "chapter {wanted}: upload the zip `make submit CH={chapter}` wrote").format(
+                  packed=packed, wanted=wanted, chapter=numbers[0]),)
 
 
 # ---------------------------------------------------------------- the command

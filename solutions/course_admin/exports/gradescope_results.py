@@ -99,9 +99,8 @@ def results(table: Table, numbers: list[str], seconds: float, warnings: tuple[st
                   for r in model if r.chapter == n and r.component == trained.COMPONENT]
     lines.append(_("Written answers in the notebook are graded by hand, apart from this score."))
     lines += [_("Warning: {warning}").format(warning=w) for w in warnings]
-    identity = (IDENTITY_WARNING, _(IDENTITY_WARNING))  # the warning's start, in English or the learner's language
     lines += [_("Warning: {warning}").format(warning=r.message) for r in rows
-              if r.kind == "submission" and not r.message.startswith(identity)]
+              if r.kind == "submission" and not r.component.startswith(IDENTITY_WARNING)]  # the row's English key
     isolation = sorted({r.isolation for r in graded} - {"none"})
     note = f"rows graded {', '.join(ISOLATION.get(i, i) for i in isolation) or 'nowhere'}"
     out = {"score": float(sum(t["score"] for t in tests)), "execution_time": round(seconds, 1),

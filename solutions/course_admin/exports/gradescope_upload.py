@@ -18,6 +18,8 @@ import os
 import shutil
 from pathlib import Path
 
+from course_lib.provided.i18n import _
+
 from ..intake.submissions import MAX_ZIP_BYTES, SubmissionError, learner_id
 
 # Docker's cgroup files for the container's own memory limit (cgroup v2, then v1)
@@ -55,11 +57,11 @@ def stage(folder: Path, work: Path, learner: str, chapter: str) -> Path:
     subs = work / "subs"
     subs.mkdir(parents=True)
     name = learner_id(learner).replace("/", "_").replace("\\", "_").lstrip(".") or "learner"
-    hint = f"upload the zip `make submit CH={chapter}` wrote (it ends in _ch{chapter}.zip)"
+    hint = _("upload the zip `make submit CH={chapter}` wrote (it ends in _ch{chapter}.zip)").format(chapter=chapter)
     size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
     if size > MAX_ZIP_BYTES:
-        raise SubmissionError(f"the upload holds {size / 1e6:.0f} MB, more than the {MAX_ZIP_BYTES >> 20} MiB "
-                              f"a submission may have: {hint}")
+        raise SubmissionError("the upload holds {size} MB, more than the {limit} MiB a submission may have: {hint}",
+                              size=f"{size / 1e6:.0f}", limit=MAX_ZIP_BYTES >> 20, hint=hint)
     entries = _visible(folder)
     zips = [p for p in entries if p.is_file() and p.suffix.lower() == ".zip"]
     top = folder
@@ -79,10 +81,12 @@ def stage(folder: Path, work: Path, learner: str, chapter: str) -> Path:
         shutil.copyfile(zips[0], subs / f"{name}.zip")
         return subs / f"{name}.zip"
     elif zips:
-        raise SubmissionError(f"the upload holds {len(zips)} zips ({', '.join(z.name for z in zips)[:200]}): {hint}")
+        raise SubmissionError("the upload holds {count} zips ({names}): {hint}", count=len(zips),
+                              names=", ".join(z.name for z in zips)[:200], hint=hint)
     else:
-        found = ", ".join(p.name for p in entries)[:200] or "nothing"
-        raise SubmissionError(f"no submission: the upload holds no course_lib files (it holds {found}); {hint}")
+        found = ", ".join(p.name for p in entries)[:200] or _("nothing")
+        raise SubmissionError("no submission: the upload holds no course_lib files (it holds {found}); {hint}",
+                              found=found, hint=hint)
     return target
 
 

@@ -43,6 +43,7 @@ from pathlib import Path
 from course_lib.provided import i18n
 from course_lib.provided import chapters as chapters_mod
 from course_lib.provided import uses
+from course_lib.provided.i18n import _
 from course_lib.provided.capstone import handin
 from course_lib.provided.layout import LAYOUT
 
@@ -62,6 +63,11 @@ from .verdict import zero_rows
 
 
 # ---------------------------------------------------------------- one learner (runs in a worker process)
+def not_graded(error: object) -> str:
+    """The message of every row of a submission that cannot be graded, in the learner's language (sandboxed.py's)."""
+    return _("submission not graded: {error}").format(error=error)
+
+
 def notebook_rows(reader: Reader, chapter: plan.Chapter) -> list[GradeRow]:
     """The written answers of the chapter's notebook, read as data: nothing of the notebook runs. Never
     raises: a notebook that cannot be read fails its own rows only, saying so."""
@@ -70,15 +76,16 @@ def notebook_rows(reader: Reader, chapter: plan.Chapter) -> list[GradeRow]:
 
     names = reader.notebooks(chapter.number)
     if not names:
-        return [row(gid, points, "missing", f"no ch{chapter.number}_*.ipynb notebook in the submission")
+        return [row(gid, points, "missing", _("no ch{number}_*.ipynb notebook in the submission").format(
+                    number=chapter.number))
                 for gid, points in source_answers(chapter.number)]
     try:
         data = reader.read(names[0], MAX_NOTEBOOK_BYTES)
         return [row(a.grade_id, a.max_points, a.status, a.message) for a in read_answers(data, chapter.number)]
     except Exception as exc:  # noqa: BLE001 - whatever the file holds, the course_lib rows stand
         why = str(exc) if isinstance(exc, SubmissionError) else type(exc).__name__
-        return [row(gid, points, "error", f"the notebook could not be read ({why}); open it in Jupyter, save it "
-                    "again and hand it in again") for gid, points in source_answers(chapter.number)]
+        said = _("the notebook could not be read ({why}); open it in Jupyter, save it again and hand it in again")
+        return [row(gid, points, "error", said.format(why=why)) for gid, points in source_answers(chapter.number)]
 
 
 def _submitted(reader: Reader) -> uses.Source:
@@ -126,8 +133,8 @@ def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> Learner
     graded = [plan.prepare(n) for n in numbers]
     done = dict(part=sub.chapter or "*", chapters=numbers)
     if sub.error:
-        rows = [r for ch in graded for r in zero_rows(ch, "error", f"submission not graded: {sub.error}")
-                + trained.zero(ch.number, "error", f"submission not graded: {sub.error}")]
+        rows = [r for ch in graded for r in zero_rows(ch, "error", not_graded(sub.error))
+                + trained.zero(ch.number, "error", not_graded(sub.error))]
         return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0, **done)
     rows: list[GradeRow] = []
     work = Path(tempfile.mkdtemp(prefix=f"course_grade_{os.getpid()}_"))
@@ -135,8 +142,8 @@ def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> Learner
         reader = Reader(sub.path)
         lib = course_lib_rows(reader, numbers, opts, work)
     except SubmissionError as exc:
-        rows = [r for ch in graded for r in zero_rows(ch, "error", f"submission not graded: {exc}")
-                + trained.zero(ch.number, "error", f"submission not graded: {exc}")]
+        rows = [r for ch in graded for r in zero_rows(ch, "error", not_graded(exc))
+                + trained.zero(ch.number, "error", not_graded(exc))]
         return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0, **done)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -144,7 +151,8 @@ def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> Learner
         rows += lib[chapter.number] + trained.trained_rows(reader, chapter.number)  # data only: nothing runs
         if opts.notebooks:
             rows += notebook_rows(reader, chapter)
-    rows += [GradeRow(numbers[0] if numbers else "", "submission", w[:120], 0.0, 0.0, "warning", w, "none")
+    rows += [GradeRow(numbers[0] if numbers else "", "submission", getattr(w, "english", w)[:120], 0.0, 0.0,
+                      "warning", w, "none")  # keyed by the English (i18n.Said), said in the learner's language
              for w in sub.warnings + manifest_warnings(reader, sub.manifest)]
     return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0, **done)
 

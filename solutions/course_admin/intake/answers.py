@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from course_lib.provided.i18n import _
 from course_lib.provided.layout import LAYOUT, Layout
 
 MAX_NOTEBOOK_BYTES = 20 * 1024**2
@@ -88,13 +89,13 @@ def _learner_cells(data: bytes) -> dict[str, str] | str:
     try:
         notebook = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
-        return (f"the notebook is not valid JSON ({str(exc)[:120]}); open it in Jupyter, save it again and "
-                "hand it in again")
+        return _("the notebook is not valid JSON ({error}); open it in Jupyter, save it again and hand it in "
+                 "again").format(error=f"{type(exc).__name__}: {str(exc)[:120]}")
     except RecursionError:
-        return ("the notebook could not be read: its JSON is nested too deeply (no Jupyter notebook is); open it "
-                "in Jupyter, save it again and hand it in again")
+        return _("the notebook could not be read: its JSON is nested too deeply (no Jupyter notebook is); open it "
+                 "in Jupyter, save it again and hand it in again")
     if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
-        return "the file is not a Jupyter notebook (no list of cells)"
+        return _("the file is not a Jupyter notebook (no list of cells)")
     found: dict[str, str] = {}
     for cell in notebook["cells"]:
         if isinstance(cell, dict) and isinstance(_meta(cell).get("grade_id"), str):
@@ -110,7 +111,8 @@ def read_answers(data: bytes, number: str, layout: Layout = LAYOUT) -> list[Answ
     """One Answer per written-answer cell of chapter ``number``; never raises for what the file holds."""
     wanted = source_answers(number, layout)
     if len(data) > MAX_NOTEBOOK_BYTES:
-        cells: dict[str, str] | str = f"the notebook is larger than {MAX_NOTEBOOK_BYTES // 1024**2} MiB"
+        cells: dict[str, str] | str = _("the notebook is larger than {limit} MiB").format(
+            limit=MAX_NOTEBOOK_BYTES // 1024**2)
     else:
         cells = _learner_cells(data)
     if isinstance(cells, str):
@@ -120,9 +122,9 @@ def read_answers(data: bytes, number: str, layout: Layout = LAYOUT) -> list[Answ
     for gid, points in wanted:
         text = cells.get(gid)
         if text is None:
-            answers.append(Answer(gid, points, "fail", "this answer cell is missing from your notebook"))
+            answers.append(Answer(gid, points, "fail", _("this answer cell is missing from your notebook")))
         elif not text.strip() or _normalised(text) == _normalised(released.get(gid, "")):
-            answers.append(Answer(gid, points, "fail", "no answer was written"))
+            answers.append(Answer(gid, points, "fail", _("no answer was written")))
         else:
-            answers.append(Answer(gid, points, "needs manual grading", "written answer: graded by hand"))
+            answers.append(Answer(gid, points, "needs manual grading", _("written answer: graded by hand")))
     return answers

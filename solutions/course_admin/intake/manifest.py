@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 
+from course_lib.provided.i18n import said
+
 from .submissions import MAX_NOTEBOOK_BYTES, Reader, SubmissionError
 
 MANIFEST_MAX_FILES = 64            # files checked against their sha256 (a submission has about 15)
@@ -20,7 +22,8 @@ def manifest_warnings(reader: Reader, manifest: dict) -> list[str]:
 
     At most ``MANIFEST_MAX_FILES`` files are read, of at most ``MAX_NOTEBOOK_BYTES`` each and
     ``MANIFEST_MAX_BYTES`` in all (sizes as the zip's directory or the folder gives them, before
-    reading); one more warning says what was left unchecked."""
+    reading); one more warning says what was left unchecked. Each in the learner's language, keeping its English
+    (i18n.said: the grade table's key of its row)."""
     files = manifest.get("files")
     if not isinstance(files, dict):
         return []
@@ -40,13 +43,16 @@ def manifest_warnings(reader: Reader, manifest: dict) -> list[str]:
         try:
             data = reader.read(full, min(MAX_NOTEBOOK_BYTES, budget))
         except (FileNotFoundError, SubmissionError, OSError):
-            warnings.append(f"{rel} is listed in manifest.json but missing or unreadable")
+            warnings.append(said("{file} is listed in manifest.json but missing or unreadable", file=rel))
             continue
         budget -= len(data)
         if hashlib.sha256(data).hexdigest() != digest:
-            warnings.append(f"{rel} changed after `course submit` (its sha256 differs from the manifest)")
+            warnings.append(said("{file} changed after `course submit` (its sha256 differs from the manifest)",
+                                 file=rel))
     if skipped:
-        warnings.append(f"manifest.json lists {len(listed)} files: {len(skipped)} of them were not checked against "
-                        f"their sha256 (at most {MANIFEST_MAX_FILES} files, {MAX_NOTEBOOK_BYTES >> 20} MiB each and "
-                        f"{MANIFEST_MAX_BYTES >> 20} MiB in all are read), e.g. {', '.join(skipped[:3])[:200]}")
+        warnings.append(said("manifest.json lists {listed} files: {skipped} of them were not checked against their "
+                             "sha256 (at most {files} files, {each} MiB each and {all} MiB in all are read), e.g. "
+                             "{examples}", listed=len(listed), skipped=len(skipped), files=MANIFEST_MAX_FILES,
+                             each=MAX_NOTEBOOK_BYTES >> 20, all=MANIFEST_MAX_BYTES >> 20,
+                             examples=", ".join(skipped[:3])[:200]))
     return warnings

@@ -27,6 +27,10 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from course_lib.provided.i18n import _, said
+
+from .names import MAX_ID_CHARS, collected_as, collected_chapter, disk_name, learner_id
+
 MAX_FILE_BYTES = 2 * 1024**2
 MAX_NOTEBOOK_BYTES = 20 * 1024**2
 MAX_MEMBERS = 2000
@@ -35,7 +39,12 @@ FINGERPRINT_MAX_BYTES = 64 * 1024**2  # a folder's files hashed by content; beyo
 
 
 class SubmissionError(Exception):
-    """A submission that cannot be graded; the message goes into the learner's grade rows."""
+    """A submission that cannot be graded; the message goes into the learner's grade rows, in their language:
+    an English template and its fields, ``SubmissionError("the zip has {count} entries", count=n)`` (i18n.said)."""
+
+    def __init__(self, message: str, **fields: object) -> None:
+        super().__init__(said(message, **fields))
+        self.english = self.args[0].english
 
 
 @dataclass
@@ -50,61 +59,6 @@ class Submission:
 
 
 IDENTITY_WARNING = "manifest.json names the learner"  # the start of that warning (Gradescope leaves it out)
-ASSIGNMENT_RE = re.compile(r"ch\d{1,2}[_-].*|course_submission", re.IGNORECASE)
-PLAIN_RE = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?")
-MAX_ID_CHARS = 100
-
-
-def learner_id(name: str) -> str:
-    """The learner id of a collected zip or folder name: ``zoé_ch02.zip`` -> ``zoé``.
-
-    Unicode is kept, NFC-normalised (the same name typed on two systems is one id); control characters
-    become ``_``; the ``_chNN`` suffix that `course submit` adds is dropped."""
-    stem = name[:-4] if name.lower().endswith(".zip") else name
-    stem = unicodedata.normalize("NFC", stem)
-    stem = re.sub(r"[_-]ch\d{1,2}$", "", stem, flags=re.IGNORECASE)
-    stem = "".join("_" if unicodedata.category(c)[0] == "C" else c for c in stem).strip()
-    return stem[:MAX_ID_CHARS] or "unnamed"
-
-
-def disk_name(learner: str) -> str:
-    """A file-name-safe form of a learner id (feedback/<disk_name>.md): the id itself when it is plain
-    lower-case ASCII, else an ASCII slug, ``~`` and a hash of the id. ``~`` never occurs in a plain
-    name, so distinct ids never share a file, on case-insensitive file systems too."""
-    if PLAIN_RE.fullmatch(learner):
-        return learner
-    ascii_ = unicodedata.normalize("NFKD", learner).encode("ascii", "ignore").decode().lower()
-    slug = re.sub(r"[^a-z0-9]+", "-", ascii_).strip("-")[:40] or "learner"
-    return f"{slug}~{hashlib.sha256(learner.encode('utf-8')).hexdigest()[:10]}"
-
-
-def _collected_as(path: Path) -> str:
-    """The id of a submission the instructor named directly: its own name, or for nbgrader's
-    ``submitted/<student>/<assignment>/`` (and ``course_submission/`` inside it) the student folder."""
-    p = path
-    while p.is_dir() and ASSIGNMENT_RE.fullmatch(p.name) and p.parent != p and p.parent.name:
-        p = p.parent
-    return learner_id(p.name)
-
-
-CHAPTER_SUFFIX_RE = re.compile(r"[_-]ch(\d{1,2})(?:\.zip)?$", re.IGNORECASE)
-CHAPTER_FOLDER_RE = re.compile(r"ch(\d{1,2})[_-].*", re.IGNORECASE)
-
-
-def collected_chapter(path: Path) -> str | None:
-    """The chapter a submission was collected for, from its name (``zoe_ch02.zip``, ``zoe_ch02/``) or,
-    in nbgrader's layout, from its assignment folder (``submitted/zoe/ch02_attention/``)."""
-    p = path
-    while True:
-        for pattern in (CHAPTER_SUFFIX_RE, CHAPTER_FOLDER_RE):
-            m = pattern.search(p.name) if pattern is CHAPTER_SUFFIX_RE else pattern.fullmatch(p.name)
-            if m:
-                return f"{int(m.group(1)):02d}"
-        if not (ASSIGNMENT_RE.fullmatch(p.name) and p.parent != p and p.parent.name):
-            return None
-        p = p.parent
-
-
 def _looks_like_submission(d: Path) -> bool:
     return any((d / n).exists() for n in ("manifest.json", "course_lib", "course_submission")) or \
         any(p.suffix == ".ipynb" for p in d.iterdir() if p.is_file())
@@ -116,24 +70,24 @@ def discover(paths: list[str | Path]) -> list[Submission]:
     for raw in paths:
         p = Path(raw)
         if not p.exists() and not p.is_symlink():
-            found.append(Submission(learner_id(p.name), p, error=f"no such file or folder: {p}"))
+            found.append(Submission(learner_id(p.name), p, error=_("no such file or folder: {path}").format(path=p)))
         elif p.is_file() or p.is_symlink():
             found.append(Submission(learner_id(p.name), p))
         elif _looks_like_submission(p):
-            found.append(Submission(_collected_as(p.absolute()), p))
+            found.append(Submission(collected_as(p.absolute()), p))
         else:  # a folder of submissions; nbgrader's submitted/<learner>/<assignment>/ also works
             for child in sorted(p.iterdir()):
                 if child.is_dir() and not child.is_symlink():
                     if _looks_like_submission(child):
-                        found.append(Submission(_collected_as(child.absolute()), child))
+                        found.append(Submission(collected_as(child.absolute()), child))
                     else:  # nbgrader's student folder: one submission per assignment folder
                         inner = [c for c in sorted(child.iterdir()) if c.is_dir() and _looks_like_submission(c)]
                         if inner:
                             found += [Submission(learner_id(child.name), c) for c in inner]
                         else:
                             found.append(Submission(learner_id(child.name), child,
-                                                    error="no submission in this folder (no manifest.json, "
-                                                          "course_lib/ or notebook)"))
+                                                    error=_("no submission in this folder (no manifest.json, "
+                                                            "course_lib/ or notebook)")))
                 elif child.suffix.lower() == ".zip":
                     found.append(Submission(learner_id(child.name), child))
     found = _unique_paths(found)
@@ -176,10 +130,12 @@ def _collisions(subs: list[Submission]) -> None:
             continue
         ids = sorted({s.learner for s in group})
         listed = ", ".join(str(s.path) for s in group)
-        what = f"the learner id {ids[0]!r}" if len(ids) == 1 else f"the learner ids {', '.join(map(repr, ids))}"
+        what = (_("the learner id {id}").format(id=repr(ids[0])) if len(ids) == 1 else
+                _("the learner ids {ids}").format(ids=", ".join(map(repr, ids))))
         for sub in group:
-            sub.error = (f"{len(group)} submissions are collected under {what} ({listed}); none of them is "
-                         "graded: give each learner's submission its own file or folder name and grade again")
+            sub.error = _("{count} submissions are collected under {what} ({listed}); none of them is graded: give "
+                          "each learner's submission its own file or folder name and grade again").format(
+                              count=len(group), what=what, listed=listed)
             sub.learner = f"{sub.learner} (collision: {sub.path})"
 
 
@@ -196,22 +152,24 @@ class Reader:
         if path.is_file():
             size = path.stat().st_size
             if size > MAX_ZIP_BYTES:
-                raise SubmissionError(f"the zip is {size >> 20} MiB, more than the {MAX_ZIP_BYTES >> 20} MiB a "
-                                      "submission may be: hand in your course_lib and notebook only")
+                raise SubmissionError("the zip is {size} MiB, more than the {limit} MiB a submission may be: hand "
+                                      "in your course_lib and notebook only", size=size >> 20, limit=MAX_ZIP_BYTES >> 20)
             try:
                 self.zip = zipfile.ZipFile(path)
                 infos = self.zip.infolist()
             except (zipfile.BadZipFile, OSError, ValueError) as exc:
-                raise SubmissionError(f"unreadable zip file ({type(exc).__name__}: {exc})") from None
+                raise SubmissionError("unreadable zip file ({type}: {error})", type=type(exc).__name__,
+                                      error=exc) from None
             if len(infos) > MAX_MEMBERS:
-                raise SubmissionError(f"the zip has {len(infos)} entries, more than {MAX_MEMBERS}")
+                raise SubmissionError("the zip has {count} entries, more than {limit}", count=len(infos),
+                                      limit=MAX_MEMBERS)
             for info in infos:
                 name = info.filename
                 pure = PurePosixPath(name)
                 if info.is_dir():
                     continue
                 if name.startswith("/") or ".." in pure.parts or "\\" in name:
-                    raise SubmissionError(f"the zip holds an unsafe path: {name!r}")
+                    raise SubmissionError("the zip holds an unsafe path: {name}", name=repr(name))
                 mode = info.external_attr >> 16
                 if stat.S_ISLNK(mode):
                     continue  # symlinks are never followed nor extracted
@@ -225,7 +183,7 @@ class Reader:
                     full = os.path.join(root, f)
                     names.append(os.path.relpath(full, path).replace(os.sep, "/"))
                 if len(names) > MAX_MEMBERS:
-                    raise SubmissionError(f"the folder has more than {MAX_MEMBERS} files")
+                    raise SubmissionError("the folder has more than {limit} files", limit=MAX_MEMBERS)
         else:
             raise SubmissionError("not a zip file or a folder")
         self.names = sorted(names)
@@ -260,19 +218,20 @@ class Reader:
         if self.zip is not None:
             info = self.members[rel]
             if info.file_size > limit:
-                raise SubmissionError(f"{rel} is {info.file_size} bytes, more than the {limit} allowed")
+                raise SubmissionError("{file} is {size} bytes, more than the {limit} allowed", file=rel,
+                                      size=info.file_size, limit=limit)
             with self.zip.open(info) as fh:
                 data = fh.read(limit + 1)
         else:
             full = self.path / rel
             st = os.lstat(full)
             if not stat.S_ISREG(st.st_mode):
-                raise SubmissionError(f"{rel} is not a regular file")
+                raise SubmissionError("{file} is not a regular file", file=rel)
             fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
             with os.fdopen(fd, "rb") as fh:
                 data = fh.read(limit + 1)
         if len(data) > limit:
-            raise SubmissionError(f"{rel} is more than the {limit} bytes allowed")
+            raise SubmissionError("{file} is more than the {limit} bytes allowed", file=rel, limit=limit)
         return data
 
     def notebooks(self, chapter: str) -> list[str]:
@@ -322,7 +281,8 @@ def read_manifest(reader: Reader) -> dict:
     try:
         data = json.loads(reader.read(rel, 256 * 1024).decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SubmissionError(f"bad manifest.json: not valid JSON ({exc})") from None
+        raise SubmissionError("bad manifest.json: not valid JSON ({type}: {error})", type=type(exc).__name__,
+                              error=exc) from None
     if not isinstance(data, dict):
         raise SubmissionError("bad manifest.json: expected a JSON object")
     return data
@@ -339,11 +299,12 @@ def _inspect(sub: Submission) -> None:
         sub.error = str(exc)
         return
     except OSError as exc:
-        sub.error = f"cannot read the submission ({type(exc).__name__}: {exc})"
+        sub.error = _("cannot read the submission ({type}: {error})").format(type=type(exc).__name__, error=exc)
         return
     claimed = sub.manifest.get("learner")
     if claimed is not None:
         named = unicodedata.normalize("NFC", str(claimed))[:MAX_ID_CHARS]
         if named != sub.learner:  # the id is the instructor's (the collected name), never the learner's
-            sub.warnings.append(f"{IDENTITY_WARNING} {named[:80]!r}, but this submission was "
-                                f"collected as {sub.learner!r} and is graded as {sub.learner!r}")
+            sub.warnings.append(said("manifest.json names the learner {named}, but this submission was collected as "
+                                     "{learner} and is graded as {learner}", named=repr(named[:80]),
+                                     learner=repr(sub.learner)))  # starts with IDENTITY_WARNING

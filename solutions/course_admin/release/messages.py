@@ -29,13 +29,15 @@ from course_lib.provided.layout import LAYOUT, Layout
 
 from ..book import catalogs
 
-MARKERS = ("_", "N_", "CheckFailure", "tr")  # tr: a translator passed in (checking._describe_exception)
+MARKERS = ("_", "N_", "CheckFailure", "tr", "said", "SubmissionError")  # tr: a translator passed in (checking._describe_exception)
 SOURCES = ("course_lib/provided/**/*.py", "tests/specs/*.py",  # and the grader's words that reach learners:
            "solutions/course_admin/grading/verdict.py", "solutions/course_admin/grading/sandboxed.py",
            "solutions/course_admin/grading/batch.py", "solutions/course_admin/grading/trained.py",
            "solutions/course_admin/records/report.py", "solutions/course_admin/records/rows.py",
            "solutions/course_admin/exports/gradescope_results.py",
-           "solutions/course_admin/exports/hub_feedback.py")
+           "solutions/course_admin/exports/hub_feedback.py", "solutions/course_admin/exports/gradescope.py",
+           "solutions/course_admin/exports/gradescope_upload.py", "solutions/course_admin/grading/grade.py",
+           "solutions/course_admin/intake/*.py")
 
 
 class MessageError(ValueError):
