@@ -8,10 +8,15 @@ most likely prefixes (hypotheses) of each sentence: at every step it extends eac
 of the vocabulary and keeps the best ``beam_size`` of those ``beam_size * V`` candidates, ranked by their
 log-probability, the sum of their tokens' log-probabilities. A hypothesis that wrote EOS is finished: it
 stays in the beam, extended only by padding at no cost, until better ones push it out. At the end each
-sentence returns the hypothesis with the best *normalised* score (Wu et al. 2016, the penalty the
-paper's alpha refers to):
+sentence returns the hypothesis with the best *normalised* score (the penalty's form is Wu et al.
+2016's; the paper set alpha = 0.6 and the beam size on its development set):
 
     score(Y) = log p(Y | X) / lp(Y),     lp(Y) = ((5 + |Y|) / 6) ** alpha
+
+The penalty enters only that final choice: during the search hypotheses are ranked by raw
+log-probability, finished ones included, whereas Wu et al. and tensor2tensor rank by the normalised
+score throughout, so a short finished hypothesis here keeps its place by raw score. On outputs of one
+length (chapter 07's dates) the two rankings agree.
 
 |Y| counts the tokens written, EOS included. Without it (alpha = 0) a sum of negative log-probabilities
 favours short outputs. Beam size 1 is greedy decoding, token for token (tested).
