@@ -11,6 +11,8 @@
   fine-tuning and pretraining runs; ``report``: its cached baselines, tables and plots. All training
   goes through ``course_lib.provided.training``.
 
-README.md beside this file tells what each does and the numbers measured on the shipped data.
+README.md beside this file tells what each does and the numbers measured on the shipped data; README.zh_CN.md
+is its Chinese translation (a tree released with --lang zh_CN ships it as README.md). What the command says
+goes through ``course_lib.provided.i18n``, in the learner's language.
 Nothing is imported here, so ``import course_lib.provided.capstone.data`` never loads scikit-learn.
 """
