@@ -112,3 +112,17 @@ def test_course_check_speaks_chinese_on_a_planted_wrong_answer(monkeypatch: pyte
 def test_the_catalog_is_plain_json_with_one_translation_per_message() -> None:
     data = json.loads(messages.path_of("zh_CN").read_text(encoding="utf-8"))
     assert isinstance(data, dict) and all(isinstance(k, str) and isinstance(v, str) and v for k, v in data.items())
+
+
+RETIRED = {  # the course's term list (issue 42, M7-M12): a rendering the catalog no longer uses -> the term
+    "可以注意": "可以关注", "注意到": "关注到", "被注意": "被关注", "你的教师": "老师", "从零构建": "从零实现",
+    "标准误差": "标准误", "seed 000": "参考原文 000", "种子文章": "参考原文", "代码桩": "桩代码",
+    "权重共享": "权重绑定（tie）或嵌入共享（share）", "的算法）": "的分母取法）",
+}
+
+
+def test_the_catalog_speaks_the_courses_term_list() -> None:
+    zh = messages.load("zh_CN")
+    found = [(old, new, en[:60]) for en, text in zh.items() for old, new in RETIRED.items() if old in text]
+    assert not found, f"{len(found)} retired rendering(s), (old, the term, message): {found[:10]}"
+    assert zh["points"] == "得分", "points (a grade) is 得分; 分数 is attention's scores"
