@@ -1,0 +1,122 @@
+"""The published site assembled from a tiny fake build (course_admin/publish/site.py): main at the root, a tag under
+its own folder, both editions in each, the version switch on every page, earlier tags kept, bad tags refused."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course_admin.publish import site
+from course_admin.publish.site import SiteError, assemble
+
+PAGE = ('<!DOCTYPE html>\n<html lang="{lang}"><head><title>{title}</title></head>\n<body>\n<main>{title}</main>\n'
+        '<!-- Scripts loaded after <body> so the DOM is not blocked -->\n</body>\n</html>\n')
+REDIRECT = '<meta http-equiv="Refresh" content="0; url=book/intro.html" />\n'
+
+
+def fake_build(root: Path, words: str = "build one") -> Path:
+    """A built book in miniature: both editions, a redirect index each, a page each, a static file."""
+    for edition, lang in (("", "en"), ("zh/", "zh-CN")):
+        (root / edition / "book").mkdir(parents=True, exist_ok=True)
+        (root / edition / "index.html").write_text(REDIRECT, encoding="utf-8")
+        (root / edition / "book" / "intro.html").write_text(PAGE.format(lang=lang, title=f"{words} {lang}"),
+                                                           encoding="utf-8")
+    (root / "_static").mkdir(exist_ok=True)
+    (root / "_static" / "theme.css").write_text("body {}\n", encoding="utf-8")
+    return root
+
+
+def links(page: Path) -> list[str]:
+    """The hrefs of the version switch of ``page``."""
+    text = page.read_text(encoding="utf-8")
+    block = text[text.index(site.START):text.index(site.END)]
+    return re.findall(r'<a href="([^"]+)"', block)
+
+
+def test_main_then_a_tag_end_up_where_they_should(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    assemble(fake_build(tmp_path / "main"), out, "main")
+    assemble(fake_build(tmp_path / "tag", "spring build"), out, "2027-spring")
+    assert "build one en" in (out / "book" / "intro.html").read_text(encoding="utf-8")
+    assert "build one zh-CN" in (out / "zh" / "book" / "intro.html").read_text(encoding="utf-8")
+    assert "spring build en" in (out / "2027-spring" / "book" / "intro.html").read_text(encoding="utf-8")
+    assert "spring build zh-CN" in (out / "2027-spring" / "zh" / "book" / "intro.html").read_text(encoding="utf-8")
+    assert (out / "2027-spring" / "_static" / "theme.css").is_file()
+    data = json.loads((out / "versions.json").read_text(encoding="utf-8"))
+    assert data["versions"] == [{"name": "main", "path": ""}, {"name": "2027-spring", "path": "2027-spring/"}]
+    assert (out / "_version" / "switch.js").is_file() and "2027-spring/" in (out / "versions.html").read_text()
+
+
+def test_the_switch_lists_both_and_links_the_same_page(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    assemble(fake_build(tmp_path / "main"), out, "main")
+    assemble(fake_build(tmp_path / "tag"), out, "2027-spring")
+    tag_zh = out / "2027-spring" / "zh" / "book" / "intro.html"
+    assert links(tag_zh) == ["../../../zh/book/intro.html", "../../../2027-spring/zh/book/intro.html",
+                             "../../../versions.html"]
+    text = tag_zh.read_text(encoding="utf-8")
+    assert 'aria-label="本书的版本"' in text and "<summary>版本：2027-spring</summary>" in text
+    assert re.search(r'<a href="../../../2027-spring/zh/book/intro.html" aria-current="page">', text)
+    assert 'src="../../../_version/switch.js"' in text
+    # the switch goes before the page's closing </body>, not after the comment that names <body>
+    assert text.index(site.END) < text.rindex("</body>") and text.index("not blocked") < text.index(site.START)
+    english = (out / "2027-spring" / "book" / "intro.html").read_text(encoding="utf-8")
+    assert 'aria-label="Book versions"' in english and "<summary>Version: 2027-spring</summary>" in english
+    # a redirect page has no body: left as it was
+    assert (out / "2027-spring" / "index.html").read_text(encoding="utf-8") == REDIRECT
+
+
+def test_an_earlier_tag_survives_a_new_main_deploy(tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    assemble(fake_build(tmp_path / "main"), out, "main")
+    assemble(fake_build(tmp_path / "tag", "spring build"), out, "2027-spring")
+    (out / "book" / "gone.html").write_text("<body></body>", encoding="utf-8")  # a page main no longer builds
+    (out / ".git").mkdir()  # the branch's checkout
+    tags = assemble(fake_build(tmp_path / "main2", "build two"), out, "main")
+    assert tags == ["2027-spring"]
+    assert "spring build en" in (out / "2027-spring" / "book" / "intro.html").read_text(encoding="utf-8")
+    assert links(out / "2027-spring" / "book" / "intro.html")[1] == "../../2027-spring/book/intro.html"
+    assert "build two en" in (out / "book" / "intro.html").read_text(encoding="utf-8")
+    assert not (out / "book" / "gone.html").exists() and (out / ".git").is_dir()
+    assert links(out / "book" / "intro.html") == ["../book/intro.html", "../2027-spring/book/intro.html",
+                                                   "../versions.html"]
+    assemble(fake_build(tmp_path / "tag2"), out, "2027-autumn")
+    assert [v["name"] for v in json.loads((out / "versions.json").read_text())["versions"]] == \
+        ["main", "2027-autumn", "2027-spring"]
+
+
+def test_the_build_itself_is_never_edited(tmp_path: Path) -> None:
+    build = fake_build(tmp_path / "main")
+    before = (build / "book" / "intro.html").read_text(encoding="utf-8")
+    assemble(build, tmp_path / "site", "main")
+    assert (build / "book" / "intro.html").read_text(encoding="utf-8") == before
+    assert site.START in (tmp_path / "site" / "book" / "intro.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("tag", ["term/2027", "../2027", "2027..x", "", "-x", "zh", "_static", "versions.json", "a b"])
+def test_a_bad_tag_is_refused_with_a_clear_message(tmp_path: Path, tag: str) -> None:
+    with pytest.raises(SiteError, match="cannot be published"):
+        assemble(fake_build(tmp_path / "main"), tmp_path / "site", tag)
+    assert not (tmp_path / "site").exists()
+
+
+def test_the_command_line_says_why_it_refused(tmp_path: Path) -> None:
+    build = fake_build(tmp_path / "main")
+    done = subprocess.run([sys.executable, "-m", "course_admin.publish.site", "--html", str(build), "--site",
+                           str(tmp_path / "site"), "--version", "term/2027"], capture_output=True, text=True)
+    assert done.returncode == 2 and "no '/'" in done.stderr and "e.g. 2027-spring" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "course_admin.publish.site", "--html", str(tmp_path / "none"),
+                           "--site", str(tmp_path / "site"), "--version", "main"], capture_output=True, text=True)
+    assert done.returncode == 2 and "run make book first" in done.stderr
+
+
+def test_a_tag_named_like_a_folder_of_main_is_refused(tmp_path: Path) -> None:
+    build = fake_build(tmp_path / "main")
+    (build / "book2").mkdir()
+    assemble(build, tmp_path / "site", "main")
+    with pytest.raises(SiteError, match="main build has 'book2'"):
+        assemble(fake_build(tmp_path / "tag"), tmp_path / "site", "book2")
