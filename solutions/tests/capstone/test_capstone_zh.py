@@ -5,7 +5,11 @@ left untranslated (planted by taking its catalog entry away) is caught. English 
 tests read it)."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -173,3 +177,34 @@ def test_a_chinese_tree_ships_the_capstone_readme_in_chinese() -> None:
     assert learner_tree._sources(LAYOUT.root, files, "zh_CN")[rel] == CAPSTONE / "README.zh_CN.md"
     assert learner_tree._sources(LAYOUT.root, files, "en")[rel] == CAPSTONE / "README.md"
     assert learner_tree._sources(LAYOUT.root, files, "zh_CN")[files[2]] == CAPSTONE / "run.py"
+
+
+HELPS = """from course_lib.provided.cli import main
+for argv in (["capstone", "--help"], ["capstone", "finetune", "--help"]):  # `course capstone --help`, as typed
+    try:
+        main(argv)
+    except SystemExit:
+        pass
+    print("\\0", end="")
+"""
+
+
+def test_a_released_chinese_tree_speaks_chinese_without_being_told(tmp_path: Path) -> None:
+    """As a learner meets it: a tree released with --lang zh_CN, no COURSE_LANG; its pyproject says the language.
+    The capstone's --help and a subcommand's, its README, and `make check` without a chapter."""
+    tree = tmp_path / "tree"
+    learner_tree.export_learner_tree(LAYOUT.root, tree, lang="zh_CN")
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_LANG", "MAKEFLAGS", "MAKELEVEL")}
+    done = subprocess.run([sys.executable, "-c", HELPS], cwd=tree, capture_output=True, text=True, timeout=120,
+                          env={**env, "PYTHONPATH": str(tree)})  # one process: torch is imported once
+    helps = done.stdout.split("\0")[:-1]
+    assert done.returncode == 0 and len(helps) == 2, done.stdout + done.stderr
+    for text in helps:
+        assert text.startswith("用法：course capstone") and not english_runs(text), text
+    assert "# 结课项目提供的辅助模块" in (tree / "course_lib" / "provided" / "capstone" / "README.md").read_text("utf-8")
+    if shutil.which("make"):
+        (tree / "bin").mkdir()
+        (tree / "bin" / "course").touch()  # newer than pyproject.toml: `make install` has nothing to do
+        done = subprocess.run(["make", "-s", "--no-print-directory", "check", f"BIN={tree / 'bin'}"], cwd=tree,
+                              capture_output=True, text=True, timeout=60, env=env)
+        assert done.returncode == 2 and done.stdout == "哪一章？例如：make check CH=01\n", done.stdout + done.stderr
