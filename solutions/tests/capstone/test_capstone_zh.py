@@ -208,3 +208,16 @@ def test_a_released_chinese_tree_speaks_chinese_without_being_told(tmp_path: Pat
         done = subprocess.run(["make", "-s", "--no-print-directory", "check", f"BIN={tree / 'bin'}"], cwd=tree,
                               capture_output=True, text=True, timeout=60, env=env)
         assert done.returncode == 2 and done.stdout == "哪一章？例如：make check CH=01\n", done.stdout + done.stderr
+
+
+def test_a_gpu_run_is_told_too(zh: None, no_training: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    """verify re-trains on the grader's CPU (verify.recipe): a run on cuda is told so before it trains."""
+    import torch
+
+    from course_lib.provided.capstone import ensemble
+
+    monkeypatch.setattr(ensemble, "pick_device", lambda name: torch.device("cuda"))
+    start(tmp_path)
+    said = capsys.readouterr().out
+    assert said.startswith("注意：这次运行在 cuda 上训练") and "--device cpu" in said and not english_runs(said, 1), said
