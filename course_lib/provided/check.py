@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
-import textwrap
 import unicodedata
 from dataclasses import asdict
 from pathlib import Path
@@ -32,8 +32,39 @@ def _width(text: str) -> int:
 
 
 def _pad(text: str, width: int, centre: bool = False) -> str:
+    """``text`` padded with spaces to ``width`` terminal columns (``_width``), left-aligned or centred."""
     gap = max(0, width - _width(text))
     return " " * (gap // 2) + text + " " * (gap - gap // 2) if centre else text + " " * gap
+
+
+_PIECE = re.compile(r"\s+|[\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]|[^\s\u2e80-\ua4cf"
+                    r"\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]+")  # a space, a CJK character, a word
+_NO_START = set("，。、；：？！）」』”’》〉】…")  # Chinese punctuation that never starts a line
+
+
+def _wrap(text: str, columns: int, indent: int = 0) -> list[str]:
+    """``text`` in lines of at most ``columns`` terminal columns (``indent`` fewer after the first): broken at spaces
+    and between Chinese characters (each two columns wide), never before Chinese closing punctuation; a word too
+    long for a line is cut."""
+    lines: list[str] = []
+    line = ""
+    for piece in _PIECE.findall(text):
+        if piece.isspace():
+            line += " " if line else ""
+            continue
+        for part in [piece] if _width(piece) <= columns - indent else list(piece):
+            room = columns - (indent if lines else 0)
+            if line.strip() and _width(line) + _width(part) > room:
+                carry = ""
+                last = _PIECE.findall(line.rstrip())
+                if part in _NO_START and len(last) > 1:  # the character (or word) before it goes along
+                    carry, line = last[-1], line.rstrip()[:-len(last[-1])]
+                lines.append(line.rstrip())
+                line = carry
+            line += part
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines or [""]
 
 
 def table(results: list[Result], width: int = 100) -> str:
@@ -44,7 +75,8 @@ def table(results: list[Result], width: int = 100) -> str:
     if len(results) > 1 and earned == 0 and len(messages) == 1:
         head = _("All {count} checks fail ({earned}/{possible} points): ").format(
             count=len(results), earned=f"{earned:g}", possible=f"{possible:g}")
-        return textwrap.fill(head + (results[0].message or _("failed")), width, subsequent_indent="    ")
+        body = _wrap(head + (results[0].message or _("failed")), width, indent=4)
+        return "\n".join(body[:1] + ["    " + line for line in body[1:]])
     words = {w: _(w) for w in (N_("check"), N_("points"), N_("status"), N_("message"), N_("total"))}
     names = [check_name(r.case) for r in results]  # the learner's language; r.case stays the English key
     name_w = max([_width(words["check"]), _width(words["total"])] + [_width(n) for n in names])
@@ -63,9 +95,9 @@ def table(results: list[Result], width: int = 100) -> str:
             elif r.mistakes and tuple(r.mistakes) == previous[1]:
                 text = _(SAME_MISTAKE)
         previous = (r.message, tuple(r.mistakes)) if r.status != "pass" else None
-        body = textwrap.wrap(text, max(30, width - len(head))) or [""]
+        body = _wrap(text, max(30, width - _width(head)))  # by terminal columns: a Chinese character takes two
         lines.append(head + body[0])
-        lines.extend(" " * len(head) + more for more in body[1:])
+        lines.extend(" " * _width(head) + more for more in body[1:])
     lines.append("-" * width)
     lines.append(f"{_pad(words['total'], name_w)}  {earned:>{ew}g} / {possible:<{pw}g}")
     return "\n".join(lines)
@@ -124,9 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     print(_("Chapter {number} — {title}: public checks on {who}").format(number=number, title=_(spec.TITLE), who=who)
           + "\n" + _("checked: {folder}").format(folder=where) + "\n")
     if note:
-        print(textwrap.fill(note + _(" (It concerns the failed checks that run that code, which say so below; "
-                                     "`make check CH={chapter}` shows what is wrong there.)").format(
-                                         chapter=min(failing)), 100) + "\n")
+        print("\n".join(_wrap(note + _(" (It concerns the failed checks that run that code, which say so below; "
+                                       "`make check CH={chapter}` shows what is wrong there.)").format(
+                                           chapter=min(failing)), 100)) + "\n")
     print(table(results))
     if earned == possible:
         print("\n" + _("All public checks pass. Hand in with `make submit CH={chapter}`; your instructor also "
