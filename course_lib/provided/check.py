@@ -2,7 +2,6 @@
 explain each result."""
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -14,7 +13,10 @@ from . import chapters, uses
 from .checking import Result, total
 from .i18n import N_, _, check_name
 from .loader import load_impl
+from .parsers import Parser
 
+HELP = N_("`course check chNN` (or `make check CH=NN`): run a chapter's public checks on\nyour course_lib and "
+           "explain each result.")  # the module's docstring, as --help says it
 SAME = N_("(same as above)")
 SAME_MISTAKE = N_("(the same known mistake as above)")
 
@@ -130,12 +132,12 @@ def _where(which: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="course check", description=__doc__)
+    parser = Parser("course check", _(HELP))
     parser.add_argument("chapter", help=_("the chapter to check, e.g. ch02"))
     parser.add_argument("--json", action="store_true", help=_("print the results as JSON"))
     parser.add_argument("--impl", choices=["learner", "reference"], default="learner",
                         help=_("check your course_lib (default) or the instructor's reference"))
-    args = parser.parse_args(argv)
+    args = parser.localise().parse_args(argv)
     try:
         number = chapters.normalise(args.chapter)
         impl = load_impl(args.impl)

@@ -1,4 +1,25 @@
-"""`course submit chNN` (or `make submit CH=NN`): pack your chapter's notebook and your course_lib.
+"""`course submit chNN` (or `make submit CH=NN`): pack your chapter's notebook and your course_lib (its --help is
+``HELP``, in the learner's language)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import shutil
+import sys
+import tempfile
+import zipfile
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+from . import preflight
+from .capstone import handin
+from .i18n import N_, _
+from .layout import LAYOUT, Layout, SpecError, chapter_number, modules_for
+from .parsers import Parser
+
+HELP = N_("""`course submit chNN` (or `make submit CH=NN`): pack your chapter's notebook and your course_lib.
 
 It first says who you are, runs the chapter's public checks and warns about stubs and empty written
 answers (preflight.py); it never replaces an earlier submission without --force.
@@ -23,27 +44,7 @@ writes ``course_submission/`` (manifest.json and the course_lib snapshot) into t
 `nbgrader submit chNN_<name>` as usual. The instructor's `nbgrader collect` brings the folder back and
 `course grade submitted/` finds the snapshot in it. (The snapshot lives in ``course_submission/`` so that
 it never shadows your real course_lib when you run the notebook.)
-"""
-from __future__ import annotations
-
-import argparse
-import hashlib
-import json
-import platform
-import shutil
-import sys
-import tempfile
-import zipfile
-from datetime import datetime, timezone
-from importlib import metadata
-from pathlib import Path
-
-from . import preflight
-from .capstone import handin
-from .i18n import _
-from .layout import LAYOUT, Layout, SpecError, chapter_number, modules_for
-
-
+""")
 
 
 class SubmitError(Exception):
@@ -205,22 +206,23 @@ def _target(out: Path, name: str, suffix: str, force: bool) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="course submit", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser("course submit", _(HELP))
     parser.add_argument("chapter", help=_("the chapter to submit, e.g. ch02"))
     parser.add_argument("--learner", help=_("your learner id, remembered in .course-learner for next time"))
     parser.add_argument("--out", help=_("folder to write to (default: submissions/)"))
     parser.add_argument("--notebook", help=_("the notebook to send (default: exercises/chNN_*/chNN_*.ipynb)"))
     parser.add_argument("--no-notebook", action="store_true", help=_("send course_lib only"))
-    parser.add_argument("--format", choices=["zip", "folder", "both"], default="zip")
+    parser.add_argument("--format", choices=["zip", "folder", "both"], default="zip",
+                        help=_("a zip (default), a folder, or both"))
     parser.add_argument("--force", action="store_true", help=_("replace an earlier submission of this chapter"))
     parser.add_argument("--no-checks", action="store_true", help=_("pack without running the public checks first"))
-    parser.add_argument("--run", help=f"chapter {handin.CHAPTER}: the fine-tuning run folder whose model to hand in "
-                        "(default: the best on valid under runs/)")
-    parser.add_argument("--no-model", action="store_true", help=f"chapter {handin.CHAPTER}: hand in no trained model")
+    parser.add_argument("--run", help=_("chapter {chapter}: the fine-tuning run folder whose model to hand in "
+                                        "(default: the best on valid under runs/)").format(chapter=handin.CHAPTER))
+    parser.add_argument("--no-model", action="store_true",
+                        help=_("chapter {chapter}: hand in no trained model").format(chapter=handin.CHAPTER))
     parser.add_argument("--into-assignment", action="store_true",
                         help=_("write course_submission/ beside the notebook, for `nbgrader submit`"))
-    args = parser.parse_args(argv)
+    args = parser.localise().parse_args(argv)
     try:
         number = _chapter_with_checks(args.chapter)
         require_modules(number)

@@ -33,7 +33,7 @@ def english_runs(text: str) -> list[str]:
     for name in NAMES:
         text = text.replace(name, " | ")
     found, run = [], []
-    for token in text.split() + [""]:
+    for token in text.replace("\n", " | ").split() + [""]:  # a line's end ends a run (a usage line, then a name)
         if token and WORD.match(token):
             run.append(token)
             continue
@@ -130,3 +130,16 @@ def test_gradescopes_failures_are_chinese(chinese: None, tmp_path: Path, monkeyp
     (packed / "manifest.json").write_text(json.dumps({"chapter": "03"}))
     said += gradescope.packed_for_another(packed, ["02"])
     assert len(said) == 4 and not [english_runs(m) for m in said if english_runs(m)], said
+
+
+def test_the_help_of_course_check_and_course_submit_is_chinese(chinese: None,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from course_lib.provided import submit
+
+    said = []
+    for main, argv in ((check_module.main, ["--help"]), (submit.main, ["--help"]), (check_module.main, [])):
+        with pytest.raises(SystemExit):
+            main(argv)
+        out = capsys.readouterr()
+        said.append(out.out + out.err)
+    assert all(said) and not [english_runs(m) for m in said if english_runs(m)], said
