@@ -3,7 +3,9 @@ its own folder, both editions in each, the version switch on every page, earlier
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -120,3 +122,51 @@ def test_a_tag_named_like_a_folder_of_main_is_refused(tmp_path: Path) -> None:
     assemble(build, tmp_path / "site", "main")
     with pytest.raises(SiteError, match="main build has 'book2'"):
         assemble(fake_build(tmp_path / "tag"), tmp_path / "site", "book2")
+
+
+def run_publish_step(clone: Path, version: str, ref_type: str = "branch") -> subprocess.CompletedProcess:
+    """The publish job's script, taken from publish.yml, run in ``clone`` as the job runs it (bash -e)."""
+    import yaml
+
+    from course_lib.provided.layout import REPO_ROOT
+
+    workflow = yaml.safe_load((REPO_ROOT / ".github" / "workflows" / "publish.yml").read_text(encoding="utf-8"))
+    script = next(s["run"] for s in workflow["jobs"]["publish"]["steps"] if "run" in s)
+    env = {"PATH": os.environ["PATH"], "HOME": str(clone.parent), "VERSION": version, "GITHUB_REF_TYPE": ref_type,
+           "GITHUB_SHA": "0" * 40, "SITE_BRANCH": workflow["env"]["SITE_BRANCH"], "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["bash", "-e", "-c", script], cwd=clone, env=env, capture_output=True, text=True,
+                          timeout=60)
+
+
+def test_the_publish_job_keeps_the_site_on_its_branch(tmp_path: Path) -> None:
+    """A dry run of the publish job's script on a local remote: the branch is started, a tag added, main again."""
+    from course_lib.provided.layout import REPO_ROOT
+
+    def git(*args: str, cwd: Path = tmp_path) -> str:
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                              capture_output=True, text=True).stdout
+
+    git("init", "-q", "--bare", "-b", "main", "remote.git")
+    clone = tmp_path / "clone"
+    package = Path("solutions", "course_admin", "publish")
+    shutil.copytree(REPO_ROOT / package, clone / package, ignore=shutil.ignore_patterns("__pycache__"))
+    (clone / "solutions" / "course_admin" / "__init__.py").write_text('"""course_admin"""\n', encoding="utf-8")
+    (clone / ".gitignore").write_text("_build/\n_site/\n", encoding="utf-8")
+    git("init", "-q", "-b", "main", str(clone))
+    git("add", ".", cwd=clone)
+    git("commit", "-q", "-m", "course", cwd=clone)
+    git("remote", "add", "origin", str(tmp_path / "remote.git"), cwd=clone)
+    git("push", "-q", "origin", "main", cwd=clone)
+    for version, words in (("main", "build one"), ("2027-spring", "spring build"), ("main", "build two")):
+        shutil.rmtree(clone / "_build", ignore_errors=True)
+        fake_build(clone / "_build" / "html", words)
+        done = run_publish_step(clone, version, "tag" if version != "main" else "branch")
+        assert done.returncode == 0, done.stdout + done.stderr
+    files = git("ls-tree", "-r", "--name-only", "gh-pages", cwd=tmp_path / "remote.git").split()
+    assert {"book/intro.html", "zh/book/intro.html", "2027-spring/book/intro.html", "2027-spring/zh/book/intro.html",
+            "versions.json", "_version/switch.js"} <= set(files)
+    assert "build two en" in git("show", "gh-pages:book/intro.html", cwd=tmp_path / "remote.git")
+    assert "spring build en" in git("show", "gh-pages:2027-spring/book/intro.html", cwd=tmp_path / "remote.git")
+    assert len(git("log", "--format=%s", "gh-pages", cwd=tmp_path / "remote.git").splitlines()) == 3
+    refused = run_publish_step(clone, "main", "tag")
+    assert refused.returncode == 1 and "a tag named main cannot be published" in refused.stdout
