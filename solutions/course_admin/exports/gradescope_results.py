@@ -108,14 +108,15 @@ def results(table: Table, numbers: list[str], seconds: float, warnings: tuple[st
            "instructor": [note]}
     board = trained.entry(model)
     if board is not None:  # Gradescope's leaderboard: pseudonyms the learners choose, these columns
-        out["leaderboard"] = [{"name": "Test accuracy", "value": round(board["accuracy"], 3)},
-                              {"name": "± 1 SE", "value": round(board["se"], 3), "order": "asc"},
-                              {"name": "Parameters", "value": board["parameters"], "order": "asc"},
-                              {"name": "Training minutes (claimed)",
+        # the columns' names and the yes/no in the learner's language (the class sees the page in one)
+        out["leaderboard"] = [{"name": _("Test accuracy"), "value": round(board["accuracy"], 3)},
+                              {"name": _("± 1 SE"), "value": round(board["se"], 3), "order": "asc"},
+                              {"name": _("Parameters"), "value": board["parameters"], "order": "asc"},
+                              {"name": _("Training minutes (claimed)"),
                                "value": round(board["minutes"], 1) if board["minutes"] is not None else "?",
                                "order": "asc"},
-                              {"name": "Device (claimed)", "value": board["device"]},
-                              {"name": "Pretrained (claimed)", "value": "yes" if board["pretrained"] else "no"}]
+                              {"name": _("Device (claimed)"), "value": board["device"]},
+                              {"name": _("Pretrained (claimed)"), "value": _("yes") if board["pretrained"] else _("no")}]
     return out
 
 

@@ -78,3 +78,17 @@ def test_the_explained_line_speaks_the_learners_language(monkeypatch: pytest.Mon
         in diagnosis.explained("x", "hidden case 2")
     monkeypatch.setenv("COURSE_LANG", "en")
     assert diagnosis.explained("", "values, no mask") == "Explained by the mistake named in 'values, no mask': fix that first."
+
+
+def test_gradescopes_leaderboard_columns_are_chinese(monkeypatch: pytest.MonkeyPatch) -> None:
+    from course_admin.records.rows import Measurement
+
+    measured = Measurement(0.81, 0.01, 1234, "abc", True, False, 3.5, "cpu", False)
+    row = GradeRow("08", trained.KIND, trained.COMPONENT, 3.0, 3.0, "pass", "", "none", measured=measured)
+    boards = {}
+    for lang in ("zh_CN", "en"):
+        monkeypatch.setenv("COURSE_LANG", lang)
+        boards[lang] = {c["name"]: c["value"] for c in gradescope_results.results([("zoe", row)], ["08"], 1.0)["leaderboard"]}
+    assert boards["en"]["Test accuracy"] == boards["zh_CN"][ZH["Test accuracy"]] == 0.81
+    assert boards["en"]["Pretrained (claimed)"] == "no" and boards["zh_CN"][ZH["Pretrained (claimed)"]] == ZH["no"]
+    assert not [name for name in boards["zh_CN"] if name in boards["en"]], "every column named in Chinese"
