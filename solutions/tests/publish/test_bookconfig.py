@@ -47,3 +47,16 @@ def test_a_config_without_the_lines_is_refused(tmp_path: Path, capsys: pytest.Ca
     config.write_text(CONFIG.replace('course_repository_url: ""', "course_repository_url: null"), encoding="utf-8")
     assert main(["--config", str(config), "--repository-url", REPO, "--base-url", BASE]) == 2
     assert "expected one line `course_repository_url" in capsys.readouterr().err
+
+
+def test_jupyter_book_reads_them_as_the_build_will(tmp_path: Path) -> None:
+    """The settings reach Sphinx as the build reads _config.yml (Jupyter Book's own conversion, build.py's call)."""
+    from jupyter_book.config import get_final_config
+
+    config = tmp_path / "_config.yml"
+    config.write_text(configure(CONFIG, REPO, BASE, "2027-spring"), encoding="utf-8")
+    final, *_ = get_final_config(user_yaml=config, sourcedir=REPO_ROOT,
+                                 cli_config={"external_toc_path": str(REPO_ROOT / "_toc.yml"),
+                                             "latex_individualpages": False})
+    assert (final["html_baseurl"], final["course_repository_url"], final["course_source_branch"]) == (
+        BASE + "/2027-spring/", REPO, "2027-spring")
