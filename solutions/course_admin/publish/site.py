@@ -90,15 +90,16 @@ def place(build: Path, site: Path, version: str, tags: list[str]) -> Path:
 def switch_html(version: str, tags: list[str], page: str, up: str) -> str:
     """The switch of one page: ``page`` is its path inside the version (``zh/book/x.html``), ``up`` the way up
     from it to the site's root (``../../``)."""
-    words = WORDS["zh" if page.startswith("zh/") else "en"]
+    zh = page.startswith("zh/")
+    words = WORDS["zh" if zh else "en"]
+    latest = f"{MAIN}（{words['latest']}）" if zh else f"{MAIN} ({words['latest']})"
     items = []
     for name in [MAIN, *tags]:
-        label = f"{name} ({words['latest']})" if name == MAIN and words is WORDS["en"] else (
-            f"{name}（{words['latest']}）" if name == MAIN else name)
+        label = latest if name == MAIN else name
         href = up + ("" if name == MAIN else f"{name}/") + page
         current = ' aria-current="page"' if name == version else ""
         items.append(f'<li><a href="{html.escape(href)}"{current}>{html.escape(label)}</a></li>')
-    colon = ": " if words is WORDS["en"] else "："
+    colon = "：" if zh else ": "
     return (f'{START}\n<nav class="course-versions d-print-none" aria-label="{words["nav"]}" '
             f'data-version="{html.escape(version)}" data-page="{html.escape(page)}" data-root="{up}" '
             'style="position:fixed;right:1rem;bottom:1rem;z-index:1030;background:#fff;color:#111;'

@@ -62,12 +62,14 @@ def test_the_switch_lists_both_and_links_the_same_page(tmp_path: Path) -> None:
                              "../../../versions.html"]
     text = tag_zh.read_text(encoding="utf-8")
     assert 'aria-label="本书的版本"' in text and "<summary>版本：2027-spring</summary>" in text
+    assert ">main（最新）</a>" in text and ">全部版本</a>" in text
     assert re.search(r'<a href="../../../2027-spring/zh/book/intro.html" aria-current="page">', text)
     assert 'src="../../../_version/switch.js"' in text
     # the switch goes before the page's closing </body>, not after the comment that names <body>
     assert text.index(site.END) < text.rindex("</body>") and text.index("not blocked") < text.index(site.START)
     english = (out / "2027-spring" / "book" / "intro.html").read_text(encoding="utf-8")
     assert 'aria-label="Book versions"' in english and "<summary>Version: 2027-spring</summary>" in english
+    assert ">main (latest)</a>" in english and ">All versions</a>" in english
     # a redirect page has no body: left as it was
     assert (out / "2027-spring" / "index.html").read_text(encoding="utf-8") == REDIRECT
 
