@@ -88,6 +88,13 @@ def notebook_rows(reader: Reader, chapter: plan.Chapter) -> list[GradeRow]:
         return [row(gid, points, "error", said.format(why=why)) for gid, points in source_answers(chapter.number)]
 
 
+def warning_rows(chapter: str, warnings: list[str]) -> list[GradeRow]:
+    """A row per warning about the submission, worth nothing: keyed in the grade table by its English (a warning is
+    an i18n.Said), its message in the learner's language."""
+    return [GradeRow(chapter, "submission", getattr(w, "english", w)[:120], 0.0, 0.0, "warning", w, "none")
+            for w in warnings]
+
+
 def _submitted(reader: Reader) -> uses.Source:
     """A module's submitted bytes (None when absent or unreadable), to see what it imports."""
     def source(module: str) -> bytes | None:
@@ -151,9 +158,7 @@ def grade_learner(sub: Submission, numbers: list[str], opts: Options) -> Learner
         rows += lib[chapter.number] + trained.trained_rows(reader, chapter.number)  # data only: nothing runs
         if opts.notebooks:
             rows += notebook_rows(reader, chapter)
-    rows += [GradeRow(numbers[0] if numbers else "", "submission", getattr(w, "english", w)[:120], 0.0, 0.0,
-                      "warning", w, "none")  # keyed by the English (i18n.Said), said in the learner's language
-             for w in sub.warnings + manifest_warnings(reader, sub.manifest)]
+    rows += warning_rows(numbers[0] if numbers else "", sub.warnings + manifest_warnings(reader, sub.manifest))
     return LearnerGrade(sub.learner, sub.fingerprint, str(sub.path), rows, time.monotonic() - t0, **done)
 
 

@@ -104,6 +104,14 @@ def test_the_graders_own_rows_are_chinese(chinese: None, tmp_path: Path) -> None
     assert rows and not [english_runs(m) for m in said if english_runs(m)], said
 
 
+def test_a_warning_row_is_said_in_chinese_and_keyed_in_english(chinese: None, tmp_path: Path) -> None:
+    _zip(tmp_path / "zoe_ch02.zip", {"manifest.json": json.dumps({"learner": "eve"}), "course_lib/attention.py": "x"})
+    sub = submissions.discover([tmp_path / "zoe_ch02.zip"])[0]
+    row = grade.warning_rows("02", sub.warnings)[0]
+    assert row.component.startswith(submissions.IDENTITY_WARNING), "the grade table's key stays English"
+    assert row.message == sub.warnings[0] and not english_runs(row.message) and "eve" in row.message
+
+
 def test_gradescopes_failures_are_chinese(chinese: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def results(root: Path) -> str:
         return json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))["output"]
