@@ -172,3 +172,39 @@ def test_the_publish_job_keeps_the_site_on_its_branch(tmp_path: Path) -> None:
     assert len(git("log", "--format=%s", "gh-pages", cwd=tmp_path / "remote.git").splitlines()) == 3
     refused = run_publish_step(clone, "main", "tag")
     assert refused.returncode == 1 and "a tag named main cannot be published" in refused.stdout
+
+
+HARNESS = """
+const items = [];
+const all = {href: "../versions.html"};
+const list = {get lastElementChild() { return items[items.length - 1]; },
+              set textContent(v) { items.length = 0; }, appendChild(x) { items.push(x); }};
+const attrs = {"data-root": "../", "data-page": process.argv[2], "data-version": "2027-spring"};
+const nav = {getAttribute: (k) => attrs[k], querySelector: () => list};
+items.push(all);
+global.window = {fetch: true};
+const data = JSON.parse(require("fs").readFileSync(process.argv[3]));
+global.fetch = (url) => Promise.resolve({ok: url === "../versions.json", json: () => data});
+global.document = {querySelector: () => nav, createElement: (tag) => ({tag, children: [], attrs: {},
+  appendChild(x) { this.children.push(x); }, setAttribute(k, v) { this.attrs[k] = v; }})};
+eval(require("fs").readFileSync(process.argv[4], "utf8"));
+setTimeout(() => console.log(JSON.stringify(items.map((li) => li.children ? [li.children[0].href,
+  li.children[0].textContent, li.children[0].attrs["aria-current"] || ""] : li.href))), 50);
+"""
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="node not installed: the switch's script is not run")
+def test_the_script_lists_the_versions_published_later(tmp_path: Path) -> None:
+    """An early tag's page learns of later versions: switch.js, run in node on a stub page, rebuilds the list."""
+    out = tmp_path / "site"
+    assemble(fake_build(tmp_path / "main"), out, "main")
+    assemble(fake_build(tmp_path / "tag"), out, "2027-spring")
+    assemble(fake_build(tmp_path / "tag2"), out, "2027-autumn")
+    (tmp_path / "harness.js").write_text(HARNESS, encoding="utf-8")
+    done = subprocess.run(["node", str(tmp_path / "harness.js"), "zh/book/intro.html", str(out / "versions.json"),
+                           str(out / "_version" / "switch.js")], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [["../zh/book/intro.html", "main（最新）", ""],
+                                       ["../2027-autumn/zh/book/intro.html", "2027-autumn", ""],
+                                       ["../2027-spring/zh/book/intro.html", "2027-spring", "page"],
+                                       "../versions.html"]
