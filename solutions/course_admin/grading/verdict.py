@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from course_lib.provided.i18n import _
+from course_lib.provided.i18n import _, language
 from course_lib.provided.checking import CheckFailure, compare_one, judge
 
 from ..records.rows import GradeRow
@@ -109,11 +109,14 @@ def describe_exit(rc: int | None) -> str:
 
 # ---------------------------------------------------------------- messages of hidden cases
 def hidden_property(g: GradedCase) -> str:
-    """What a hidden case checks, in the instructor's words: its ``about`` (in the learner's language where a
-    translation exists), else its name without the ``h-`` prefix ("h-float64-heads" -> "float64 heads"). Never
-    its inputs."""
+    """What a hidden case checks, in the instructor's words: its ``about`` in the learner's language (a message:
+    messages.py extracts it), else its name: in English without the ``h-`` prefix ("h-float64-heads" -> "float64
+    heads"), in another language as the identifier it is (`h-float64-heads`), no English words. Never its inputs."""
     about = g.case.about.strip()
-    return _(about) or re.sub(r"^h-", "", g.case.name).replace("-", " ").replace("_", " ")
+    if about:
+        return _(about)
+    return re.sub(r"^h-", "", g.case.name).replace("-", " ").replace("_", " ") if language() == "en" else \
+        f"`{g.case.name}`"
 
 
 def _outputs_problem(g: GradedCase, actual: Any, expected: dict[str, torch.Tensor],

@@ -3,7 +3,8 @@ and held to their translations.
 
 A message is every string literal given to ``_``, ``N_`` or ``CheckFailure`` in ``course_lib/provided/`` and
 ``tests/specs/`` (found in the source, so an f-string there is an error: its words cannot be looked up), and the
-text the specs hold as data: each chapter's ``TITLE``, its ``MISTAKES``, its cases' names and hints. A translation
+text the specs hold as data: each chapter's ``TITLE``, its ``MISTAKES``, its cases' names and hints, and what
+each hidden case checks (its ``about``). A translation
 catalog, ``course_lib/provided/locale/<lang>.json``, maps each English message to its translation; the English is
 the key, so an English message that changes has no translation (and its old entry is stale) until a translator
 writes one. ``problems`` names them all, and what a translation breaks: a ``{field}`` lost or added, inline code
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from course_lib.provided import i18n
 from course_lib.provided.layout import LAYOUT, Layout
+from course_lib.provided.loader import load_file
 
 from ..book import catalogs
 
@@ -70,6 +72,9 @@ def _data(layout: Layout) -> list[str]:
         found += list(getattr(spec, "MISTAKES", {}).values())
         for case in spec.CASES:  # a case's name: the gradebook's key, shown through i18n.check_name
             found += [case.name, case.hint, case.hint_if_raises]
+        hidden = layout.hidden_file(number)  # what a hidden case checks, said on its row (grading/verdict.py)
+        if hidden.is_file():
+            found += [case.about.strip() for case in load_file(f"course_hidden_ch{number}", hidden).CASES]
     return found
 
 

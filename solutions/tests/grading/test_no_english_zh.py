@@ -151,3 +151,14 @@ def test_the_help_of_course_check_and_course_submit_is_chinese(chinese: None,
         out = capsys.readouterr()
         said.append(out.out + out.err)
     assert all(said) and not [english_runs(m) for m in said if english_runs(m)], said
+
+
+def test_what_a_hidden_case_checks_is_said_in_chinese(chinese: None) -> None:
+    """A failed hidden case's row ends "(this hidden case checks: ...)": its ``about`` translated, or its id as code."""
+    from course_admin.grading.plan import hidden_cases
+    from course_admin.grading.verdict import hidden_property
+    from course_lib.provided import chapters
+
+    said = {c.name: hidden_property(SimpleNamespace(case=c)) for n in chapters.available() for c in hidden_cases(n)}
+    assert len(said) > 50 and said["h-float64-heads"] == "`h-float64-heads`"
+    assert not {k: v for k, v in said.items() if english_runs(v)}, {k: v for k, v in said.items() if english_runs(v)}

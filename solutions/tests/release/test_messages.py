@@ -31,6 +31,7 @@ def sources(tmp_path: Path) -> Path:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(path, target)
     shutil.copytree(LAYOUT.root / "tests" / "specs", tmp_path / "tests" / "specs", dirs_exist_ok=True)
+    shutil.copytree(LAYOUT.hidden, tmp_path / LAYOUT.rel(LAYOUT.hidden), dirs_exist_ok=True)  # hidden cases' abouts
     return tmp_path
 
 
