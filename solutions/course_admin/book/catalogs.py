@@ -33,6 +33,8 @@ from pathlib import Path
 
 from course_lib.provided.layout import LAYOUT
 
+from . import terms as term_list
+
 LANGUAGE = "zh_CN"
 LOCALE = LAYOUT.root / "book" / "locale"
 CATALOGS = LOCALE / LANGUAGE / "LC_MESSAGES"
@@ -45,6 +47,8 @@ CJK = r"[\u3400-\u4dbf\u4e00-\u9fff]"
 HALF_AFTER_CJK = re.compile(CJK + r"[,.:;?!()]")
 HALF_BEFORE_CJK = re.compile(r"[,:;?!(]" + CJK)
 NO_SPACE = re.compile(CJK + r"[A-Za-z0-9`$\u00b1]|[A-Za-z0-9`$%]" + CJK)
+# function notation keeps its half-width parentheses round Chinese words: P(正面), PE(位置，列)
+FUNCTION = re.compile(r"(?<=[A-Za-z])\([^()（）\s]{1,16}\)")
 
 
 def page_of(path: str | Path) -> str:
@@ -106,6 +110,7 @@ def typography(msgstr: str) -> list[str]:
     """Where a translation breaks the typography: half-width punctuation beside Chinese, Chinese touching
     Latin letters, digits, code or maths without a space (inside protected pieces nothing is checked)."""
     text = PROTECTED.sub(lambda m: "`x`" if m.group(0)[0] in "`{$" else " ", msgstr)
+    text = FUNCTION.sub("x", text)
     found = []
     for pattern, what in ((HALF_AFTER_CJK, "half-width punctuation after Chinese"),
                           (HALF_BEFORE_CJK, "half-width punctuation before Chinese"),
@@ -140,7 +145,7 @@ def _variants(cell: str, chinese: bool) -> list[list[str]]:
     """A glossary cell's terms (split at " / "), each with its accepted forms: ``a（b）`` gives a or b."""
     out = []
     for term in cell.split(" / "):
-        term = re.sub(r"^\(.*?\)", "", term.strip())  # "(逐位置)前馈网络": the optional prefix
+        term = re.sub(r"^[（(].*?[）)]", "", term.strip())  # "（逐位置）前馈网络": the optional prefix
         if chinese:
             main, _, alt = term.partition("（")
             out.append([f for f in (main.strip(), alt.rstrip("）").strip()) if f])
@@ -165,15 +170,17 @@ def glossary(path: Path = GLOSSARY) -> list[tuple[str, list[str]]]:
     return pairs
 
 
-def terms(msgid: str, msgstr: str, page: str = "", pairs: list[tuple[str, list[str]]] | None = None) -> list[str]:
+def terms(msgid: str, msgstr: str, page: str = "", pairs: list[tuple[str, list[str]]] | None = None,
+          with_list: bool = False) -> list[str]:
     """The glossary terms ``msgid`` uses (outside code and maths) that ``msgstr`` renders otherwise (none on
-    the glossary's own page, whose English column stays English)."""
-    if page and page_of(page) == page_of(GLOSSARY):
-        return []
+    the glossary's own page, whose English column stays English); with ``term_list``, the breaches of the
+    course's term list too (terms.py)."""
     if DISPLAY_MATHS.match(msgid):  # a displayed equation: its \\text{...} words are maths, kept as they are
         return []
     english = PROTECTED.sub(" ", msgid)
-    found = []
+    found = term_list.violations(english, PROTECTED.sub(" ", msgstr)) if with_list else []
+    if page and page_of(page) == page_of(GLOSSARY):
+        return found
     for term, forms in glossary() if pairs is None else pairs:
         # a one-word term is matched in lower case only: capitalised, "Encoder" and "Decoder" are class names here
         flags = 0 if " " not in term and "-" not in term else re.IGNORECASE
@@ -207,7 +214,8 @@ def problems(page: str, extracted: Path = EXTRACTED) -> list[str]:
             found += [f"{line}: the translation lost {piece!r}" for piece in markup_lost(english, str(got.string))]
             if as_title(english, str(got.string)) != str(got.string):
                 found.append(f"{line}: a leading number reads as a list: write it as {as_title(english, str(got.string))[:12]!r}")
-            found += [f"{line}: {issue}" for issue in typography(str(got.string)) + terms(english, str(got.string), page)]
+            found += [f"{line}: {issue}" for issue in typography(str(got.string))
+                      + terms(english, str(got.string), page, with_list=not term_list.pending(page))]
     return found
 
 
@@ -270,7 +278,8 @@ def lint(page: str, translations: dict[str, str], part: str = "1/1", extracted: 
     found += [f"not a message of {page} (changed English?): {m[:70]!r}" for m in translations if m not in known]
     for english, chinese in translations.items():
         found += [f"{english[:40]!r}: lost {piece!r}" for piece in markup_lost(english, chinese)]
-        found += [f"{english[:40]!r}: {issue}" for issue in typography(chinese) + terms(english, chinese, page)]
+        found += [f"{english[:40]!r}: {issue}"
+                  for issue in typography(chinese) + terms(english, chinese, page, with_list=True)]
     return found
 
 

@@ -45,11 +45,20 @@ def extract(out: Path = catalogs.EXTRACTED) -> int:
     return _sphinx("gettext", out, BUILD / ".doctrees-gettext", {"gettext_compact": False})
 
 
+# What _config.yml and the theme say in English, said in Chinese: the book's title and author (each page's tab
+# and header), and the fold of a hidden code cell ("Show code cell source"; myst-nb puts "source", "outputs" or
+# "content" where {type} is, so the Chinese names none)
+CHINESE = {"project": "从零实现 Transformer", "html_title": "从零实现 Transformer",
+           "author": "《从零实现 Transformer》作者团队",
+           "nb_code_prompt_show": "显示代码单元", "nb_code_prompt_hide": "隐藏代码单元"}
+
+
 def build_chinese(out: Path = ZH_HTML) -> int:
     """The Chinese edition: the same sources, the catalogs of ``book/locale``; built in ``_build/zh/html`` (whose
     parent takes the build's scratch, ``jupyter_execute/``), then copied to ``out``."""
     built = BUILD / "zh" / "html"
-    code = _sphinx("html", built, BUILD / ".doctrees-zh", {"language": catalogs.LANGUAGE, "gettext_compact": False,
+    code = _sphinx("html", built, BUILD / ".doctrees-zh", {**CHINESE,
+                                                            "language": catalogs.LANGUAGE, "gettext_compact": False,
                                                             "locale_dirs": [str(catalogs.LOCALE)],
                                                             # each figure's Chinese drawing, not the English
                                                             "nb_mime_priority_overrides":

@@ -27,6 +27,7 @@ from course_lib.provided.layout import LAYOUT
 from course_lib.provided.loader import load_file
 
 from . import catalogs
+from . import terms as term_list
 
 ROOT = LAYOUT.root
 SEEN = ROOT / "_build" / "figures"  # per page: what its figures say, as the last build rendered them (record)
@@ -81,7 +82,8 @@ def problems(page: str, seen: Path = SEEN, lang: str = "zh_CN") -> list[str]:
     found += [f"{where}: drawn before its translation was added (run make book again): {t!r}"
               for t in sorted(untranslated) if catalog.get(t)]
     found += [f"{where}: {e[:50]!r}: {issue}" for e, zh in catalog.items() if zh
-              for issue in catalogs.markup_lost(e, zh) + catalogs.typography(zh) + catalogs.terms(e, zh)]
+              for issue in catalogs.markup_lost(e, zh) + catalogs.typography(zh)
+              + catalogs.terms(e, zh, with_list=not term_list.pending(where))]
     found += [f"{where}: stale, no figure of the page says {e[:70]!r} any more" for e in catalog
               if e not in texts and e not in alts]
     return found

@@ -39,6 +39,7 @@ from typing import Any
 from course_lib.provided.layout import LAYOUT
 
 from . import catalogs
+from . import terms as term_list
 
 ROOT = LAYOUT.root
 FOLDER = "outputs"
@@ -248,7 +249,8 @@ def problems(page: str, root: Path = ROOT, lang: str = catalogs.LANGUAGE) -> lis
             continue
         digits = zh.replace("{}", "0")  # a value beside Chinese wants its space, as a number does
         found += [f"{where}: {en[:50]!r}: {issue}" for issue in catalogs.typography(re.sub(r"\{\d+\}", "0", digits))
-                  + catalogs.terms(en, zh) + [f"lost {p!r}" for p in catalogs.markup_lost(en, zh)]]
+                  + catalogs.terms(en, zh, with_list=not term_list.pending(where))
+                  + [f"lost {p!r}" for p in catalogs.markup_lost(en, zh)]]
     return found
 
 

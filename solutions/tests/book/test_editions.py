@@ -82,8 +82,22 @@ def test_a_phrase_the_code_inserts_is_in_each_editions_language(editions) -> Non
     chinese = (ZH / "book" / "03_multihead_attention.html").read_text(encoding="utf-8")
     same = re.search(r"64 heads are (?:<[^>]+>)*(the same|different)", english)
     assert same, "chapter 03's English sentence with p_all_same moved"
-    assert {"the same": "相同", "different": "不同"}[same[1]] in re.sub(r"<[^>]+>", "", chinese.split("64 个头", 1)[1])[:80]
+    after = re.sub(r"<[^>]+>", "", chinese.split("64 个头", 1)[1])[:80]
+    assert {"the same": "完全相同", "different": "并不相同"}[same[1]] in after
     assert "the same" not in re.sub(r"<[^>]+>", "", chinese.split("64 个头", 1)[1])[:80]
+
+
+def test_the_chinese_edition_says_the_theme_and_config_words_in_chinese(editions) -> None:
+    """editions.CHINESE: the book's title and author, and the fold of a hidden code cell, in Chinese; the English
+    edition keeps its own."""
+    english, chinese = editions
+    folds = [p for p in chinese if "代码单元" in p.read_text(encoding="utf-8")]
+    assert folds, "no Chinese page folds a code cell"
+    for page in chinese:
+        text = page.read_text(encoding="utf-8")
+        assert "Show code cell" not in text and "Hide code cell" not in text, page
+        assert "<title>" not in text or "从零实现 Transformer" in text.split("<title>", 1)[1].split("</title>")[0], page
+    assert any("Show code cell" in p.read_text(encoding="utf-8") for p in english)
 
 
 IMG = re.compile(r'<img[^>]*?src="([^"]+\.svg)"[^>]*?alt="([^"]*)"|<img[^>]*?alt="([^"]*)"[^>]*?src="([^"]+\.svg)"')
