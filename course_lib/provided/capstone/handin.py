@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from ..i18n import _
+from .noise import standard_error
 from .vocab import SPECIALS, CharVocab
 
 FOLDER = "capstone"                  # in a submission
@@ -37,8 +38,8 @@ POINTS = 3.0                         # for reaching BAR, in chapter 08's total
 # The bar on test accuracy, set from the recorded quick-preset runs (book/data/capstone_cpu_*.json, the
 # weights of their best valid accuracy): the weakest, 81.0%, less three standard errors of a 1,723-review test
 # set (2.8 points), rounded down to a whole percent. A quick run of right code clears it; a model that fails
-# chapter 08's padding checks, or one trained for a few steps, does not. solutions/tests/capstone/test_trained.py
-# derives it again from the records.
+# chapter 08's padding checks, or one trained for a few steps, does not. noise.derive_bar is the rule;
+# solutions/tests/capstone/test_trained.py and the book's chapter 08 derive it again from the records.
 BAR = 0.78
 TFIDF_TEST = 0.839                   # the TF-IDF + LR baseline's test accuracy (README.md), shown beside
 MAX_BYTES = 16 * 2 ** 20             # the weights: 4.2 M parameters in float32 (the quick run with bigrams: float16)
@@ -311,34 +312,6 @@ def _fit(expected: dict[str, torch.Tensor], state: dict[str, torch.Tensor]) -> N
                             "trained with this code").format(what="; ".join(s for s in said if s)))
 
 
-def recorded_quick_runs(records: list[Path]) -> list[tuple[str, float]]:
-    """(name, test accuracy of the best valid weights) of each quick-preset fine-tuning run in ``records``
-    (``course capstone record`` files, e.g. book/data/capstone_cpu*.json)."""
-    return [(run["name"], (run.get("best_valid") or run)["test_accuracy"]) for path in records
-            for run in json.loads(Path(path).read_text(encoding="utf-8"))["finetune"] if run["preset"] == "quick"]
-
-
-def derive_bar(accuracies: list[float], n: int = 1_723) -> float:
-    """BAR's rule: the weakest accuracy less three standard errors of a test set of ``n``, floored to a percent."""
-    weakest = min(accuracies)
-    return math.floor(100 * (weakest - 3 * standard_error(weakest, n))) / 100
-
-
-def seed_spread(records: list[Path]) -> list[float]:
-    """The test accuracies of recorded runs that differ only in their seed (the members of each ensemble in
-    ``records``): how far apart right code's runs land, what `course verify` compares with."""
-    return [m["test_accuracy"] for path in records for run in json.loads(Path(path).read_text(encoding="utf-8"))
-            ["finetune"] for m in run.get("members", [])]
-
-
-def rerun_tolerance(accuracies: list[float]) -> float:
-    """How far below a hand-in a re-run of its command may land: three standard deviations of the difference
-    of two runs (sqrt(2) times the seeds' sample standard deviation), rounded up to a tenth of a point."""
-    mean = sum(accuracies) / len(accuracies)
-    sd = math.sqrt(sum((a - mean) ** 2 for a in accuracies) / (len(accuracies) - 1))
-    return math.ceil(1000 * 3 * math.sqrt(2) * sd) / 1000
-
-
 def digest(state: dict[str, torch.Tensor]) -> str:
     """Twelve hex digits naming a set of weights (names, dtypes, shapes and values): a verdict of `course
     capstone verify` belongs to the weights it was made on, not to a later hand-in."""
@@ -349,11 +322,6 @@ def digest(state: dict[str, torch.Tensor]) -> str:
         h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
         h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
     return h.hexdigest()[:12]
-
-
-def standard_error(accuracy_: float, n: int) -> float:
-    """One standard error of an accuracy measured on ``n`` independent examples: sqrt(p (1 - p) / n)."""
-    return math.sqrt(accuracy_ * (1 - accuracy_) / n)
 
 
 def accuracy(model: nn.Module, handin: HandIn, split: str = "test") -> tuple[float, float]:

@@ -35,7 +35,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from course_lib.provided.capstone import handin
+from course_lib.provided.capstone import handin, noise
 from course_lib.provided.layout import LAYOUT
 
 from ..grading import trained
@@ -76,7 +76,7 @@ def fixed_rows(records: Path = RECORDS) -> list[dict[str, Any]]:
                          "parameters": run.get("parameters"), "minutes": run.get("train_seconds", 0) / 60,
                          "device": "cpu", "pretrained": bool(run.get("pretrained")), "verified": "recorded"})
     for row in rows:
-        row["se"] = handin.standard_error(row["accuracy"], trained.TEST_REVIEWS)
+        row["se"] = noise.standard_error(row["accuracy"], trained.TEST_REVIEWS)
         row["fixed"] = True
     return rows
 

@@ -20,7 +20,7 @@ import torch
 
 from course_admin.grading import trained
 from course_admin.intake.submissions import Reader
-from course_lib.provided.capstone import handin
+from course_lib.provided.capstone import handin, noise
 from course_lib.provided.capstone.baselines import BASELINES
 from course_lib.provided.capstone.run import main
 from course_lib.provided.layout import LAYOUT
@@ -78,10 +78,10 @@ def rows_of(folder: Path):
 
 # ------------------------------------------------------------------ the bar and the numbers beside it
 def test_the_bar_is_the_weakest_recorded_quick_run_less_three_standard_errors() -> None:
-    quick = [accuracy for _, accuracy in handin.recorded_quick_runs(RECORDS)]
+    quick = [accuracy for _, accuracy in noise.recorded_quick_runs(RECORDS)]
     assert len(quick) >= 3, RECORDS
     weakest = min(quick)
-    assert handin.BAR == handin.derive_bar(quick) == math.floor(100 * (weakest - 3 * (weakest * (1 - weakest)
+    assert handin.BAR == noise.derive_bar(quick) == math.floor(100 * (weakest - 3 * (weakest * (1 - weakest)
                                                                                      / 1_723) ** 0.5)) / 100
     majority = min(b["test_accuracy"] for f in RECORDS for b in json.loads(f.read_text())["baselines"])
     assert handin.BAR > majority + 0.2                           # far above guessing the frequent label
