@@ -7,8 +7,9 @@ A message is written in English where it is made, marked with ``_``, its variabl
 
 ``_`` returns the message in the current language: its translation from ``locale/zh_CN.json`` (English message
 -> Chinese, the English being the key, so a changed English message has no translation until one is written for
-it), or the English when there is none. Text that is data (a spec's ``MISTAKES`` and a case's hints) is
-translated where it is shown, by the same ``_``. ``course_admin.release.messages`` extracts every message and a
+it), or the English when there is none. Text that is data (a spec's ``MISTAKES``, a case's hints and its name)
+is translated where it is shown, by the same ``_`` (a check's name by ``check_name``, so that the grade table keeps
+the English). ``course_admin.release.messages`` extracts every message and a
 test fails on one without its translation, on a translation of an English message that is gone, and on one that
 loses a field, inline code or a glossary term.
 
