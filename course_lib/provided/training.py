@@ -42,6 +42,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from .checkpoints import latest_checkpoint, save_checkpoint
+from .i18n import _
 from .runtime import ProcessContext, pick_device, rng_state, seed_everything, set_rng_state, start_processes
 
 Schedule = Callable[[int], float]
@@ -152,7 +153,8 @@ def _differences(saved: Any, now: Any, where: str = "") -> list[str]:
     if isinstance(saved, dict) and isinstance(now, dict):
         return [line for key in sorted(set(saved) | set(now), key=str)
                 for line in _differences(saved.get(key), now.get(key), f"{where}{key}.")]
-    return [] if saved == now else [f"{where.rstrip('.')}: saved {saved!r}, now {now!r}"]
+    return [] if saved == now else [_("{key}: saved {saved}, now {now}").format(key=where.rstrip("."), saved=repr(saved),
+                                                                               now=repr(now))]
 
 
 def train(model: nn.Module, loss_fn: LossFn, batches: Batches, config: TrainConfig, *,
@@ -184,8 +186,9 @@ def train(model: nn.Module, loss_fn: LossFn, batches: Batches, config: TrainConf
         path, state = found
         if state.get("settings") != settings:
             changed = "; ".join(_differences(state.get("settings"), settings))
-            raise SettingsClash(f"{out} holds a run with other settings ({changed}); run the same command as before "
-                                f"to resume it, or give this run another --out (or delete {out}) to start over")
+            raise SettingsClash(_("{out} holds a run with other settings ({changed}); run the same command as before "
+                                  "to resume it, or give this run another --out (or delete {out}) to start over").format(
+                                      out=out, changed=changed))
         raw.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -198,7 +201,8 @@ def train(model: nn.Module, loss_fn: LossFn, batches: Batches, config: TrainConf
         if ctx.is_main and metrics_path is not None:
             _keep_metrics_until(metrics_path, step)
         if ctx.is_main:
-            print(f"resumed from step {step} of {config.steps} ({path})", flush=True)
+            print(_("resumed from step {step} of {steps} ({path})").format(step=step, steps=config.steps, path=path),
+                  flush=True)
     resumed_from = step
     autocast = (functools.partial(torch.autocast, "cuda", dtype=torch.bfloat16)
                 if config.bf16 and device.type == "cuda" else contextlib.nullcontext)

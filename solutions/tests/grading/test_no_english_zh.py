@@ -162,3 +162,14 @@ def test_what_a_hidden_case_checks_is_said_in_chinese(chinese: None) -> None:
     said = {c.name: hidden_property(SimpleNamespace(case=c)) for n in chapters.available() for c in hidden_cases(n)}
     assert len(said) > 50 and said["h-float64-heads"] == "`h-float64-heads`"
     assert not {k: v for k, v in said.items() if english_runs(v)}, {k: v for k, v in said.items() if english_runs(v)}
+
+
+def test_a_refused_resume_says_what_differs_in_chinese(chinese: None) -> None:
+    """The training harness's words a capstone learner meets on a resume (course_lib/provided/training.py)."""
+    from course_lib.provided import training
+
+    said = training._differences({"lr": 0.001, "model": {"layers": 2}}, {"lr": 0.002, "model": {"layers": 2}})
+    from course_admin.release import messages
+
+    template = messages.load("zh_CN")["{key}: saved {saved}, now {now}"]
+    assert said == [template.format(key="lr", saved="0.001", now="0.002")] and not english_runs(said[0]), said
