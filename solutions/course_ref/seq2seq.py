@@ -119,7 +119,7 @@ def noam_schedule(step: int, d_model: int, warmup: int = 4000) -> float:
     0.000699
     """
     ### BEGIN SOLUTION
-    n = step + 1  # the paper's step number, from 1
+    n = step + 1  # the formula needs n >= 1 (the paper does not say how it counts)
     return d_model ** -0.5 * min(n ** -0.5, n * warmup ** -1.5)
     ### END SOLUTION
 

@@ -241,8 +241,9 @@ MISTAKES = {
                        "grows: sum the per-token losses of the real labels and divide by their number, "
                        "(target != pad_id).sum(), clamped to at least 1.",
     "schedule_zero_at_start": "The schedule is 0 (or undefined) at step 0, so the first update does nothing (or "
-                              "crashes on 0 ** -0.5): the harness counts steps from 0, the paper from 1; put the "
-                              "paper's step number, step + 1, into d_model^-0.5 * min(n^-0.5, n * warmup^-1.5).",
+                              "crashes on 0 ** -0.5): the harness counts steps from 0, and the formula needs n >= 1 (the "
+                              "paper does not say how it counts); put n = step + 1 into d_model^-0.5 * "
+                              "min(n^-0.5, n * warmup^-1.5).",
     "schedule_without_scale": "The schedule leaves out the factor d_model^-0.5, so its peak is warmup^-0.5 instead of "
                               "(d_model * warmup)^-0.5 (22.6 times too large at d_model 512): multiply by "
                               "d_model ** -0.5.",
@@ -252,11 +253,12 @@ MISTAKES = {
                                    "over the real labels.",
     "smoothing_over_v_minus_2": "The smoothed target puts 1 - eps on the label and eps / (V - 2) on every other token but "
                                 "padding (The Annotated Transformer's count): here eps is spread uniformly over the "
-                                "V - 1 tokens that can occur, the label among them, so the label gets "
+                                "V - 1 tokens other than padding (the label among them, and BOS too, though it is "
+                                "never a label), so the label gets "
                                 "1 - eps + eps / (V - 1) and each other token but padding eps / (V - 1).",
-    "schedule_step_clamped": "The schedule takes max(step, 1) as the paper's step number: steps 0 and 1 get the same "
+    "schedule_step_clamped": "The schedule takes max(step, 1) as the formula's n: steps 0 and 1 get the same "
                              "rate and every later step is read one step early. The harness counts from 0 and the "
-                             "paper from 1, so the paper's number of harness step k is k + 1, at every step.",
+                             "formula needs n >= 1, so harness step k is n = k + 1, at every step.",
     "decode_stops_at_first_eos": "Decoding stops as soon as one sequence (the first) produces EOS: the others are "
                                  "cut short. Keep a flag per sequence and stop when every sequence has its EOS, or at "
                                  "max_len.",
