@@ -18,7 +18,9 @@ from .i18n import _
 
 LEARNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 ID_FILE = ".course-learner"
-PLACEHOLDER = "YOUR ANSWER HERE"
+# nbgrader's placeholder for a written answer: its own (the English notebooks) and the Chinese edition's
+PLACEHOLDERS = ("YOUR ANSWER HERE", "在此作答")
+PLACEHOLDER = PLACEHOLDERS[0]
 # the hint a stub raises, in English or in Chinese (a tree released with --lang zh_CN): the function it names
 STUB_MARK = re.compile(r"raise NotImplementedError\(\"(?:Chapter \d\d: implement (\S+)|第 \d\d 章：请在 \S+ 中实现 (\S+)（)")
 
@@ -76,24 +78,25 @@ def unfinished_stubs(number: str, root: Path = LAYOUT.root) -> list[str]:
     return found
 
 
-def empty_answers(notebook: Path) -> int:
-    """How many cells of the notebook still hold nbgrader's placeholder instead of your answer."""
+def empty_answers(notebook: Path) -> tuple[int, str]:
+    """(how many cells of the notebook still hold a placeholder of PLACEHOLDERS instead of your answer, the
+    placeholder the first of them holds, or the English one when none does)."""
     try:
         cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
     except (OSError, ValueError, AttributeError):
-        return 0
-    count = 0
+        return 0, PLACEHOLDER
+    found = []
     for cell in cells:
         source = cell.get("source", "") if isinstance(cell, dict) else ""
         text = "".join(source) if isinstance(source, list) else str(source)
-        count += PLACEHOLDER in text
-    return count
+        found += [next(p for p in PLACEHOLDERS if p in text)] if any(p in text for p in PLACEHOLDERS) else []
+    return len(found), (found[0] if found else PLACEHOLDER)
 
 
 def warnings(number: str, notebook: Path | None, root: Path = LAYOUT.root) -> list[str]:
     out = [_("{stub} is still the stub (raises NotImplementedError)").format(stub=stub)
            for stub in unfinished_stubs(number, root)]
-    if notebook is not None and (n := empty_answers(notebook)):
+    if notebook is not None and (empty := empty_answers(notebook))[0]:
         out.append(_("{notebook}: {count} written answer(s) still read \"{placeholder}\"").format(
-            notebook=notebook.name, count=n, placeholder=PLACEHOLDER))
+            notebook=notebook.name, count=empty[0], placeholder=empty[1]))
     return out

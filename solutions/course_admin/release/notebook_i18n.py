@@ -1,12 +1,20 @@
 """The exercise notebooks in another language: one catalog per notebook, held to the English source cell by cell.
 
-A notebook's translatable units are its markdown cells, each by its cell id; the code cells are the same in
-every language (the code, its comments and its output are the course's, one source). Each unit's English is
+A notebook's translatable units are its markdown cells, each by its cell id, and the words of its code cells
+(code_i18n.py): in a code cell nbgrader does not manage (no solution, grade or locked metadata), every comment
+and every string literal that is an argument of print() or of a plot's label/title call (set_xlabel,
+set_ylabel, set_title, xlabel, ylabel, title, suptitle, text, annotate, legend), the value of a label=,
+xlabel=, ylabel= or title= keyword, or a docstring. Nothing else of a code cell changes: the code parsed with
+those strings blanked and its comments dropped is the same AST in every language, an f-string's {fields} the
+same and in the same order, and nbgrader's cells (the hidden tests, the check() self-checks) the English bytes.
+Each markdown unit's English is
 the source cell with what `course release` writes in it taken out (notebook_facts.py): a generated block's body
 emptied, a written question's points as ``N``. So a changed point or measurement needs no new translation, and
 the translation holds the same markers, filled in its own language by the same release.
 
-The catalog ``solutions/locale/<lang>/chNN_<name>.json`` maps each cell id to ``{"en": the English it was made
+The code cells' words are in a catalog of their own, ``solutions/locale/<lang>/code/chNN_<name>.json``
+(``{English comment or string: translation}``), held in sync the same way (untranslated, stale, a lost
+{field}, number or code span, typography, terms). The catalog ``solutions/locale/<lang>/chNN_<name>.json`` maps each cell id to ``{"en": the English it was made
 from, "<lang>": the translation}``. A unit whose recorded English is not the current one is **stale**, one with
 no entry **untranslated**; either keeps `course release` from writing that notebook's edition and fails
 ``make test`` (solutions/tests/release/test_notebook_i18n.py), so an English edit cannot land without its
@@ -18,6 +26,7 @@ glossary's terms (the book's rules, catalogs.py).
     python -m course_admin.release.notebook_i18n lint zh_CN 02 done.json     # {id: translation}: what is wrong
     python -m course_admin.release.notebook_i18n apply zh_CN 02 done.json    # merged into the catalog
     python -m course_admin.release.notebook_i18n check zh_CN                 # every notebook: what make test fails on
+    python -m course_admin.release.notebook_i18n code-todo zh_CN 02          # the code units still to translate
 """
 from __future__ import annotations
 
@@ -32,6 +41,7 @@ from course_lib.provided import i18n
 from course_lib.provided.layout import EXERCISE_RE, LAYOUT, Layout
 
 from ..book import catalogs
+from . import code_i18n
 from .notebook_facts import BLOCK_RE, HEADING_RE, HEADINGS, _set_text, _text
 from .stubs import ReleaseError
 
@@ -64,8 +74,17 @@ def units(notebook: dict) -> list[tuple[str, str]]:
     return found
 
 
-def load(path: Path) -> dict[str, dict[str, str]]:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+class Catalog(dict):
+    """A notebook's markdown catalog ({cell id: {"en", lang}}) with ``code``, its code cells' catalog
+    ({English: translation}, code_i18n.py), or None where none was loaded (then the code cells stay English)."""
+    code: dict[str, str] | None = None
+
+
+def load(path: Path) -> Catalog:
+    """The catalog at ``path``, with the code catalog beside it (code/<name>.json) as ``.code``."""
+    catalog = Catalog(json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {})
+    catalog.code = code_i18n.load(path.parent / "code" / path.name)
+    return catalog
 
 
 def issues(en: str, translated: str, lang: str) -> list[str]:
@@ -95,7 +114,8 @@ def problems_of(notebook: dict, catalog: dict[str, dict[str, str]], lang: str) -
     found += [f"cell {cid!r}: {issue}" for cid, en in wanted.items()
               if (catalog.get(cid) or {}).get(lang) and catalog[cid].get("en") == en
               for issue in issues(en, catalog[cid][lang], lang)]
-    return found
+    code = getattr(catalog, "code", None)
+    return found + (code_i18n.problems(notebook, code) if code is not None else [])
 
 
 def translate(notebook: dict, catalog: dict[str, dict[str, str]], lang: str, where: str) -> dict:
@@ -110,6 +130,8 @@ def translate(notebook: dict, catalog: dict[str, dict[str, str]], lang: str, whe
     for cell in out.get("cells", []):
         if cell.get("cell_type") == "markdown":
             _set_text(cell, catalog[str(cell["id"])][lang])
+    if getattr(catalog, "code", None) is not None:
+        code_i18n.translate_cells(out, catalog.code)  # type: ignore[attr-defined]
     out.setdefault("metadata", {})["language"] = lang  # nbformat's free metadata: which edition this is
     return out
 
@@ -134,7 +156,7 @@ def check(layout: Layout, lang: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_admin.release.notebook_i18n", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["todo", "lint", "apply", "check"])
+    parser.add_argument("action", choices=["todo", "lint", "apply", "check", "code-todo"])
     parser.add_argument("lang", help="the language of the catalog, e.g. zh_CN")
     parser.add_argument("chapter", nargs="?", help="the chapter's number, e.g. 02 (todo, lint, apply)")
     parser.add_argument("json", nargs="?", type=Path, help="translations {cell id: translation} (lint, apply)")
@@ -149,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     name, notebook = _notebook(layout, args.chapter)
     path = catalog_path(layout, lang, name)
     catalog, wanted = load(path), dict(units(notebook))
+    if args.action == "code-todo":  # {English: ""} for each code unit untranslated; write the file at catalog.code
+        print(json.dumps({en: "" for en in code_i18n.units(notebook) if not catalog.code.get(en)},  # type: ignore
+                         ensure_ascii=False, indent=1))
+        return 0
     if args.action == "todo":
         print(json.dumps([{"id": cid, "en": en, **({"old_en": catalog[cid]["en"], f"old_{lang}": catalog[cid][lang]}
                                                   if cid in catalog and catalog[cid].get(lang) else {})}
