@@ -20,8 +20,8 @@ Anything else (names, data strings such as ``"the"``, format specs, numbers) is 
 translated cell's code, parsed with its translatable strings blanked and its comments dropped, is the same AST
 as the English cell's (``skeleton``). A unit is keyed by its English text (a comment without its ``#``, a
 string literal without its prefix and quotes) in ``solutions/locale/<lang>/code/chNN_<name>.json``:
-``{English: translation}``. An English unit with no entry is **untranslated**, an entry whose English is gone
-**stale**; a translation that loses a ``{field}``, a number or a `code span`, breaks the typography or a term,
+``{English: translation}`` (the plot labels' translations too, ready for ``PLOT_LABELS`` and linted already).
+An English unit with no entry is **untranslated**, an entry whose English is gone **stale**; a translation that loses a ``{field}``, a number or a `code span`, breaks the typography or a term,
 or keeps an English phrase (two words of two letters or more, with no Chinese) is named by ``issues``.
 """
 from __future__ import annotations
@@ -110,7 +110,7 @@ def _tokens(source: str) -> list[tuple[str, tuple[int, int], tuple[int, int], st
     return out
 
 
-def pieces(source: str) -> list[Piece]:
+def pieces(source: str, plot: bool | None = None) -> list[Piece]:
     """The translatable pieces of one cell's source, in order; [] for a cell that does not parse."""
     try:
         tree, toks = ast.parse(source), _tokens(source)
@@ -121,7 +121,7 @@ def pieces(source: str) -> list[Piece]:
     def at(row: int, col_bytes: int) -> int:  # ast columns count UTF-8 bytes
         return starts[row] + len(lines[row - 1].encode("utf-8")[:col_bytes].decode("utf-8", "ignore"))
 
-    spans = [(at(n.lineno, n.col_offset), at(n.end_lineno or n.lineno, n.end_col_offset or 0)) for n in _selected(tree)]
+    spans = [(at(n.lineno, n.col_offset), at(n.end_lineno or n.lineno, n.end_col_offset or 0)) for n in _selected(tree, plot)]
     found = []
     for kind, (r0, c0), (r1, c1), _ in toks:
         start, end = starts[r0] + c0, starts[r1] + c1
@@ -138,12 +138,12 @@ def pieces(source: str) -> list[Piece]:
     return found
 
 
-def units(notebook: dict) -> list[str]:
-    """The English texts to translate in a notebook's code cells, each once, in order."""
+def units(notebook: dict, plot: bool | None = None) -> list[str]:
+    """The English texts to translate in a notebook's code cells, each once, in order (``plot``: as _selected)."""
     seen: dict[str, None] = {}
     for cell in notebook.get("cells", []):
         if translatable(cell):
-            seen.update((p.text, None) for p in pieces(_source(cell)))
+            seen.update((p.text, None) for p in pieces(_source(cell), plot))
     return list(seen)
 
 
@@ -210,10 +210,10 @@ def load(file: Path) -> dict[str, str]:
 
 def problems(notebook: dict, catalog: dict[str, str]) -> list[str]:
     """Untranslated, stale and broken code units of one notebook, and a cell whose code a translation changed."""
-    wanted = units(notebook)
+    wanted, known = units(notebook), units(notebook, plot=True)  # known: with the plot labels, kept for PLOT_LABELS
     found = [f"code untranslated: {en!r}" for en in wanted if not catalog.get(en)]
-    found += [f"code stale (its English is gone): {en!r}" for en in catalog if en not in wanted]
-    found += [f"code {en!r}: {issue}" for en in wanted if catalog.get(en) for issue in issues(en, catalog[en])]
+    found += [f"code stale (its English is gone): {en!r}" for en in catalog if en not in known]
+    found += [f"code {en!r}: {issue}" for en in known if catalog.get(en) for issue in issues(en, catalog[en])]
     for cell in notebook.get("cells", []):
         if translatable(cell) and pieces(_source(cell)):
             source = _source(cell)

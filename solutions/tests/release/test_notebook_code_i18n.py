@@ -128,3 +128,16 @@ def test_make_submit_counts_either_placeholder(tmp_path: Path) -> None:
     assert preflight.empty_answers(notebook) == (0, "YOUR ANSWER HERE")
     released = LAYOUT.root / f"exercises_{LANG}" / "ch02_attention" / "ch02_attention.ipynb"
     assert preflight.empty_answers(released)[0] == 2, "the Chinese release's two written answers are still empty"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_plot_labels_are_translated_ready_for_a_cjk_font(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalogs hold the plot labels' translations too, linted, so turning PLOT_LABELS on needs no new one."""
+    english = _nb(LAYOUT.root / "solutions" / "source" / name / f"{name}.ipynb")
+    catalog = code_i18n.load(code_i18n.path(LAYOUT.solutions, LANG, name))
+    monkeypatch.setattr(code_i18n, "PLOT_LABELS", True)
+    assert code_i18n.problems(english, catalog) == []
+    if name == "ch02_attention":
+        zh = copy.deepcopy(english)
+        code_i18n.translate_cells(zh, catalog)
+        assert 'ax.set_xlabel("键（被关注者）")' in "".join(_text(c) for c in zh["cells"])
