@@ -1,26 +1,29 @@
 """The exercise notebooks in another language: one catalog per notebook, held to the English source cell by cell.
 
 A notebook's translatable units are its markdown cells, each by its cell id, and the words of its code cells
-(code_i18n.py): in a code cell nbgrader does not manage (no solution, grade or locked metadata), every comment
-and every string literal that is an argument of print() or of a plot's label/title call (set_xlabel,
-set_ylabel, set_title, xlabel, ylabel, title, suptitle, text, annotate, legend), the value of a label=,
-xlabel=, ylabel= or title= keyword, or a docstring. Nothing else of a code cell changes: the code parsed with
-those strings blanked and its comments dropped is the same AST in every language, an f-string's {fields} the
-same and in the same order, and nbgrader's cells (the hidden tests, the check() self-checks) the English bytes.
-Each markdown unit's English is
-the source cell with what `course release` writes in it taken out (notebook_facts.py): a generated block's body
-emptied, a written question's points as ``N``. So a changed point or measurement needs no new translation, and
-the translation holds the same markers, filled in its own language by the same release.
+(code_i18n.py): in a code cell nbgrader does not manage (no solution, grade or locked metadata), every comment,
+every string literal that is an argument of print(), and every docstring; a plot's labels and titles (a string
+argument of set_xlabel, set_ylabel, set_title, xlabel, ylabel, title, suptitle, text, annotate, legend, or the value
+of a label=, xlabel=, ylabel= or title= keyword) only with code_i18n.PLOT_LABELS, off while a learner's matplotlib
+has no CJK font (their translations wait, linted, in the catalog). Nothing else of a code cell changes: the code
+parsed with those strings blanked and its comments dropped is the same AST in every language, an f-string's {fields}
+the same and in the same order, and nbgrader's cells (the hidden tests, the check() self-checks) the English bytes.
+Each markdown unit's English is the source cell with what `course release` writes in it taken out
+(notebook_facts.py): a generated block's body emptied, a written question's points as ``N``. So a changed point or
+measurement needs no new translation, and the translation holds the same markers, filled in its own language by the
+same release.
 
-The code cells' words are in a catalog of their own, ``solutions/locale/<lang>/code/chNN_<name>.json``
-(``{English comment or string: translation}``), held in sync the same way (untranslated, stale, a lost
-{field}, number or code span, typography, terms). The catalog ``solutions/locale/<lang>/chNN_<name>.json`` maps each cell id to ``{"en": the English it was made
-from, "<lang>": the translation}``. A unit whose recorded English is not the current one is **stale**, one with
-no entry **untranslated**; either keeps `course release` from writing that notebook's edition and fails
-``make test`` (solutions/tests/release/test_notebook_i18n.py), so an English edit cannot land without its
-translation. ``problems`` also names what a translation breaks: code, maths and HTML lost, the markers nbgrader
-and the release need (``### BEGIN SOLUTION``, generated blocks, ``(N 分，人工评分)``), Chinese typography and the
-glossary's terms (the book's rules, catalogs.py).
+The code cells' words are in a catalog of their own, ``solutions/locale/<lang>/code/chNN_<name>.json`` (``{English
+comment or string: translation}``), held in sync the same way (untranslated, stale, a lost {field}, number or code
+span, typography, terms).
+
+The catalog ``solutions/locale/<lang>/chNN_<name>.json`` maps each cell id to ``{"en": the English it was made from,
+"<lang>": the translation}``. A unit whose recorded English is not the current one is **stale**, one with no entry
+**untranslated**; either keeps `course release` from writing that notebook's edition and fails ``make test``
+(solutions/tests/release/test_notebook_i18n.py), so an English edit cannot land without its translation.
+``problems`` also names what a translation breaks: code, maths and HTML lost, the markers nbgrader and the release
+need (``### BEGIN SOLUTION``, generated blocks, ``(N 分，人工评分)``), Chinese typography and the glossary's terms (the
+book's rules, catalogs.py).
 
     python -m course_admin.release.notebook_i18n todo zh_CN 02 > todo.json   # [{id, en}] still to translate
     python -m course_admin.release.notebook_i18n lint zh_CN 02 done.json     # {id: translation}: what is wrong
