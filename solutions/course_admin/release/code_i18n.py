@@ -4,7 +4,7 @@ Which words of a code cell are translated (the rule notebook_i18n.py's docstring
 
 - only code cells **without nbgrader metadata** (no solution, grade or locked cell: nbgrader's checksums, the
   hidden tests and the ``check()`` self-checks stay byte for byte the English);
-- every **comment** (``# then run again with False``);
+- every **comment** (``# then run again with False``) but a tool's pragma (``# noqa``, ``# type: ignore``);
 - a **string literal** that is (a) a positional argument of ``print`` (the printed lines), or (b) a docstring;
   with ``PLOT_LABELS`` on, also (c) a positional argument of a plot's label or title call (``PLOT_CALLS``:
   ``set_xlabel``, ``set_title``, ``plt.ylabel``, …) or the value of a ``label=``, ``xlabel=``, ``ylabel=`` or
@@ -46,6 +46,7 @@ PREFIX = re.compile(r"^([A-Za-z]*)('''|\"\"\"|'|\")(.*)\2$", re.S)
 ENGLISH_PHRASE = re.compile(r"[A-Za-z]{2,} [A-Za-z]{2,}")
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 FIELD = re.compile(r"\{[^{}]*\}")
+PRAGMA = re.compile(r"(?:noqa|type:|pragma|fmt:|pylint:|isort:)")  # a comment for the tools, not for the reader
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,7 @@ def pieces(source: str, plot: bool | None = None) -> list[Piece]:
         if kind == "comment":
             mark = re.match(r"#+\s*", text)
             assert mark is not None
-            if text[mark.end():].strip():
+            if text[mark.end():].strip() and not PRAGMA.match(text[mark.end():]):
                 found.append(Piece(start, end, mark.group(0), text[mark.end():], ""))
         elif any(a <= start and end <= b for a, b in spans):
             match = PREFIX.match(text)

@@ -18,7 +18,7 @@ NAMES = [s.name for s in LAYOUT.exercise_sources()]
 CELL = '''import torch
 
 words = ["the", "cat"]  # (seq,): the sentence
-scale = True
+scale = True  # noqa: F841
 
 
 def f(x):
