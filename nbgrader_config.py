@@ -32,6 +32,7 @@ import os
 from pathlib import Path
 
 from course_lib.provided.i18n import normalise
+from course_lib.provided.preflight import ANSWER_PLACEHOLDER
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, DeduplicateIds, LimitOutput,
                                     OverwriteCells, OverwriteKernelspec, SaveAutoGrades)
@@ -50,6 +51,8 @@ EDITIONS = {"en": ("solutions/source", "exercises"),
             "zh_CN": ("solutions/source_zh_CN", "exercises_zh_CN")}
 
 c.CourseDirectory.root = str(ROOT)
+# a written answer's placeholder in this edition (在此作答 in Chinese), as `course release` writes it: the same bytes
+c.ClearSolutions.text_stub = ANSWER_PLACEHOLDER[LANG]
 c.CourseDirectory.source_directory, c.CourseDirectory.release_directory = EDITIONS[LANG]
 c.CourseDirectory.submitted_directory = "submissions"
 c.CourseDirectory.autograded_directory = "grades/autograded"

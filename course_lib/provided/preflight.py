@@ -20,6 +20,8 @@ LEARNER_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}")
 ID_FILE = ".course-learner"
 # nbgrader's placeholder for a written answer: its own (the English notebooks) and the Chinese edition's
 PLACEHOLDERS = ("YOUR ANSWER HERE", "在此作答")
+# the placeholder of each edition's written answers: nbgrader's ClearSolutions.text_stub (course release, nbgrader_config.py)
+ANSWER_PLACEHOLDER = {"en": PLACEHOLDERS[0], "zh_CN": PLACEHOLDERS[1]}
 PLACEHOLDER = PLACEHOLDERS[0]
 # the hint a stub raises, in English or in Chinese (a tree released with --lang zh_CN): the function it names
 STUB_MARK = re.compile(r"raise NotImplementedError\(\"(?:Chapter \d\d: implement (\S+)|第 \d\d 章：请在 \S+ 中实现 (\S+)（)")

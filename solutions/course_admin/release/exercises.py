@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from course_lib.provided.preflight import ANSWER_PLACEHOLDER
+
 from .stubs import ReleaseError
 
 # nbgrader's default CourseDirectory.ignore, which the repository's nbgrader_config.py keeps: collect then
@@ -48,10 +50,12 @@ def generate_exercise(source: Path, dest: Path) -> None:
     generate_exercises([{source: dest}])
 
 
-def generate_exercises(batches: list[dict[Path, Path]]) -> None:
+def generate_exercises(batches: list[dict[Path, Path]], placeholders: list[str] | None = None) -> None:
     """nbgrader generate_assignment on every source folder of every batch ({source folder: release folder}): one
-    nbgrader process a batch, over all its folders, the batches at the same time. Raises ReleaseError naming the
-    folders of a batch that failed, with what nbgrader said."""
+    nbgrader process a batch, over all its folders, the batches at the same time; ``placeholders[i]`` is what
+    batch i's written answers hold (nbgrader's ClearSolutions.text_stub: each edition's, preflight.ANSWER_PLACEHOLDER;
+    nbgrader's own by default). Raises ReleaseError naming the folders of a batch that failed, with what nbgrader
+    said."""
     with tempfile.TemporaryDirectory(prefix="course-release-nbgrader-") as tmp, \
             tempfile.TemporaryDirectory(prefix="course-release-tmpdir-") as its_tmp:
         # nbgrader calls the `alembic` script by name: put this environment's scripts first on PATH.
@@ -61,13 +65,14 @@ def generate_exercises(batches: list[dict[Path, Path]]) -> None:
         env = {**os.environ, "JUPYTER_NO_CONFIG": "1", "PYTHONHASHSEED": "0", "TMPDIR": its_tmp,
                "PATH": os.pathsep.join([scripts, os.environ.get("PATH", "")])}
         running = []
-        for number, batch in enumerate(b for b in batches if b):
+        stubs = placeholders or [ANSWER_PLACEHOLDER["en"]] * len(batches)
+        for number, (batch, stub) in enumerate((b, stub) for b, stub in zip(batches, stubs) if b):
             course = Path(tmp) / str(number)
             for source in batch:
                 shutil.copytree(source, course / "source" / source.name, ignore=shutil.ignore_patterns(*IGNORE))
             assignment = next(iter(batch)).name if len(batch) == 1 else "*"
             command = [sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force", "--no-db",
-                       "--log-level=ERROR", f"--CourseDirectory.root={course}"]
+                       "--log-level=ERROR", f"--CourseDirectory.root={course}", f"--ClearSolutions.text_stub={stub}"]
             running.append((batch, course, subprocess.Popen(command, cwd=course, env=env, stdout=subprocess.PIPE,
                                                             stderr=subprocess.STDOUT, text=True)))
         failed = []

@@ -5,8 +5,9 @@
     solutions/locale/<lang>/chNN_<name>.json -> solutions/source_<lang>/chNN_<name>/ -> exercises_<lang>/chNN_<name>/
 
 Each source notebook is also released in every language of notebook_i18n.EDITIONS (zh_CN): its markdown cells
-replaced by their translations (the same cells, ids, grade ids, points and code), filled in that language, and
-given to nbgrader in the same way. solutions/source_<lang>/ and exercises_<lang>/ are that language's nbgrader
+replaced by their translations and their code cells' comments and printed words too (code_i18n.py: the same cells,
+ids, grade ids, points and code), filled in that language, and given to nbgrader in the same way, with that
+language's placeholder in the written answers (preflight.ANSWER_PLACEHOLDER: 在此作答). solutions/source_<lang>/ and exercises_<lang>/ are that language's nbgrader
 source and release folders (nbgrader_config.py takes them when COURSE_LANG=<lang>). A notebook whose translation is not in sync
 with its English (a cell untranslated or stale) has no new edition: `course release` says so and leaves its
 files alone, and `--check` fails on it.
@@ -40,6 +41,7 @@ from pathlib import Path
 
 from course_lib.provided import i18n
 from course_lib.provided.layout import EXERCISE_RE, LAYOUT, Layout
+from course_lib.provided.preflight import ANSWER_PLACEHOLDER
 
 from ..intake.answers import auto_graded
 from .learner_tree import export_learner_tree
@@ -135,7 +137,7 @@ def build(layout: Layout, out: Path, behind: dict[str, str] | None = None) -> di
                 continue
             batches[lang][edition] = release_to
             generated[f"{edition_folders(lang, source.name)[0]}/{source.name}.ipynb"] = edition / f"{source.name}.ipynb"
-    generate_exercises(list(batches.values()))
+    generate_exercises(list(batches.values()), [ANSWER_PLACEHOLDER[lang] for lang in batches])
     for batch in batches.values():
         for dest in batch.values():
             rel_dest = dest.relative_to(out).as_posix()

@@ -43,8 +43,8 @@ def sh(tree: Path, command: str, timeout: int = 900) -> subprocess.CompletedProc
 
 
 def setup_commands(readme: str) -> list[str]:
-    """The commands of the README's "Set up" section, in order."""
-    section = readme.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    """The commands of the README's "Set up" section (安装与设置 in Chinese), in order."""
+    section = re.split(r"^## (?:Set up|安装与设置)", readme, maxsplit=1, flags=re.M)[1].split("\n## ", 1)[0]
     block = re.search(r"```bash\n(.*?)```", section, re.S)
     assert block, "the learner README's set-up section has no ```bash block"
     return [line.strip() for line in block.group(1).splitlines() if line.strip() and not line.startswith("#")]

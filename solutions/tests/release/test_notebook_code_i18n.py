@@ -141,3 +141,17 @@ def test_the_plot_labels_are_translated_ready_for_a_cjk_font(name: str, monkeypa
         zh = copy.deepcopy(english)
         code_i18n.translate_cells(zh, catalog)
         assert 'ax.set_xlabel("键（被关注者）")' in "".join(_text(c) for c in zh["cells"])
+
+
+@pytest.mark.parametrize("lang", sorted(preflight.ANSWER_PLACEHOLDER))
+def test_each_editions_written_answers_hold_its_own_placeholder(lang: str) -> None:
+    """nbgrader's ClearSolutions.text_stub per edition (course release; nbgrader_config.py the same): a Chinese
+    learner's answer cells read 在此作答, which `make submit` counts as unanswered."""
+    folder = LAYOUT.root / ("exercises" if lang == "en" else f"exercises_{lang}")
+    answers = [cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+               for notebook in sorted(folder.glob("ch*/*.ipynb"))
+               for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+               if cell["cell_type"] == "markdown" and cell.get("metadata", {}).get("nbgrader", {}).get("solution")]
+    assert len(answers) >= 8 and {a.strip() for a in answers} == {preflight.ANSWER_PLACEHOLDER[lang]}
+    config = (LAYOUT.root / "nbgrader_config.py").read_text(encoding="utf-8")
+    assert "c.ClearSolutions.text_stub = ANSWER_PLACEHOLDER[LANG]" in config
