@@ -70,8 +70,6 @@ RULES: tuple[Rule, ...] = tuple(Rule(_re(e, re.IGNORECASE), _re(r), _re(q), a) f
 # not fail the checks yet. Each entry names why; remove it once ``python -m course_admin.book.terms`` shows
 # none for that catalog (a test fails on an entry that has become clean, so that none outlives its reason).
 PENDING: dict[str, str] = {
-    "book/locale/zh_CN/LC_MESSAGES/book/08_capstone.po":
-        "chapter 08's page is being revised by its own owner (issue 42): 种子文章, 标准误差, CPU 核, 注意",
     "course_lib/provided/locale/zh_CN.json":
         "the message catalog's entries are being brought to the term list by their owner (issue 42, M7-M12)",
 }
