@@ -10,9 +10,11 @@ one (English, Chinese) pair:
 * plain rules: renderings rejected wherever they occur (标准误差 for 标准误, 种子文章 for 参考原文, 代码桩 for
   桩代码, 练习册 for 笔记本, ``CPU 核`` for CPU 核心, 你的教师 for 老师, a bare 调度 for 学习率调度).
 
-``catalogs.terms`` applies these rules with the glossary's, so every text that it checks is held to them: the
-pages' catalogs, the figures, the printed outputs, the notebooks' catalogs (release/notebook_i18n.py) and the
-message catalog (release/messages.py). Run alone, it lists every violation in those catalogs:
+``catalogs.terms(..., with_list=True)`` applies these rules with the glossary's: the pages' catalogs
+(catalogs.problems), their figures (figures.py) and printed lines (outputs.py) fail ``make book`` on a breach;
+solutions/tests/book/test_terms.py holds every catalog to them, the notebooks' (solutions/locale/zh_CN/) and the
+learners' message catalog (course_lib/provided/locale/zh_CN.json) included. A catalog in ``PENDING`` is
+skipped there, with its reason, while its owner brings it in line. Run alone, this module lists every breach:
 
     .venv/bin/python -m course_admin.book.terms [--skip course_lib/provided/locale/zh_CN.json]
 """
