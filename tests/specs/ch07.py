@@ -242,7 +242,7 @@ MISTAKES = {
                        "(target != pad_id).sum(), clamped to at least 1.",
     "schedule_zero_at_start": "The schedule is 0 (or undefined) at step 0, so the first update does nothing (or "
                               "crashes on 0 ** -0.5): the harness counts steps from 0, and the formula needs n >= 1 (the "
-                              "paper does not say how it counts); put n = step + 1 into d_model^-0.5 * "
+                              "paper does not say how it counts); put step + 1 in place of n in d_model^-0.5 * "
                               "min(n^-0.5, n * warmup^-1.5).",
     "schedule_without_scale": "The schedule leaves out the factor d_model^-0.5, so its peak is warmup^-0.5 instead of "
                               "(d_model * warmup)^-0.5 (22.6 times too large at d_model 512): multiply by "
