@@ -42,6 +42,22 @@ DIMENSIONS = {"batch", "seq", "heads", "n", "V", "..."}  # a shape names one of 
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])")
 
 
+# The texts stubs.py writes into every stub itself (a header, the hint each stub raises), English: translated
+# through the catalog like the solution modules' own.
+HEADER = (
+    "# {stub}: yours to fill in. Replace each `raise NotImplementedError(...)` with your code;\n"
+    "# the docstrings say what to compute. Check your work with `make check CH={chapter}`.\n"
+    "# Generated from {solution} by `course release`: instructors edit solutions/, never this file.\n"
+)
+HEADER_NOTHING_TO_DO = (
+    "# {stub}: provided with the course; nothing to implement here.\n"
+    "# Generated from {solution} by `course release`: instructors edit solutions/, never this file.\n"
+)
+HINT = "Chapter {chapter}: implement {function} in course_lib/{module} (book chapter {chapter}, exercises/{exercise})"
+HINT_NO_EXERCISE = "Chapter {chapter}: implement {function} in course_lib/{module} (book chapter {chapter})"
+GENERATED = (HEADER, HEADER_NOTHING_TO_DO, HINT, HINT_NO_EXERCISE)
+
+
 def catalog_path(layout: Layout, lang: str) -> Path:
     """solutions/locale/<lang>/course_lib.json: {English text of a stub: its translation}."""
     return layout.solutions / "locale" / i18n.normalise(lang) / "course_lib.json"
@@ -240,7 +256,6 @@ def texts(source: str, filename: str = "<source>") -> list[str]:
 
 def wanted(layout: Layout = LAYOUT) -> list[str]:
     """Every English text of the stubs (and the package's docstring), once, in order."""
-    from .stubs import GENERATED  # stubs.py imports this module
     found = list(GENERATED)
     for path in [*layout.reference_modules(), layout.root / PACKAGE]:
         found += texts(path.read_text(encoding="utf-8"), layout.rel(path))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from course_lib.provided.layout import Layout, SpecError, owner_of
 
-from .stub_i18n import catalog_path, localise, translator
+from .stub_i18n import HEADER, HEADER_NOTHING_TO_DO, HINT, HINT_NO_EXERCISE, catalog_path, localise, translator
 
 MARKER_RE = re.compile(r"^(?P<indent>[ \t]*)### (?P<which>BEGIN|END) SOLUTION[ \t]*$")
 
@@ -27,16 +27,6 @@ MARKER_RE = re.compile(r"^(?P<indent>[ \t]*)### (?P<which>BEGIN|END) SOLUTION[ \
 class ReleaseError(Exception):
     """A problem in solutions/ that stops the release; the message names the file and line."""
 
-
-HEADER = (
-    "# {stub}: yours to fill in. Replace each `raise NotImplementedError(...)` with your code;\n"
-    "# the docstrings say what to compute. Check your work with `make check CH={chapter}`.\n"
-    "# Generated from {solution} by `course release`: instructors edit solutions/, never this file.\n"
-)
-HEADER_NOTHING_TO_DO = (
-    "# {stub}: provided with the course; nothing to implement here.\n"
-    "# Generated from {solution} by `course release`: instructors edit solutions/, never this file.\n"
-)
 
 
 def _function_spans(tree: ast.Module) -> list[tuple[int, int, int, str]]:
@@ -139,9 +129,6 @@ def strip_solutions(text: str, filename: str, message: str | None = None, header
     return stub
 
 
-HINT = "Chapter {chapter}: implement {function} in course_lib/{module} (book chapter {chapter}, exercises/{exercise})"
-HINT_NO_EXERCISE = "Chapter {chapter}: implement {function} in course_lib/{module} (book chapter {chapter})"
-GENERATED = (HEADER, HEADER_NOTHING_TO_DO, HINT, HINT_NO_EXERCISE)  # the texts this module writes itself
 
 
 def make_stub(layout: Layout, solution: Path, lang: str = "en") -> str:
