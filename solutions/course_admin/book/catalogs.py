@@ -19,6 +19,7 @@ in English in the Chinese edition, under a line that says so (language.py), unti
     python -m course_admin.book.catalogs lint book/08_capstone done.json      # what is wrong with a translation
     python -m course_admin.book.catalogs apply book/08_capstone done.json     # {msgid: translation} into the .po
     python -m course_admin.book.catalogs check [book/08_capstone ...]         # what is missing or wrong
+    python -m course_admin.book.catalogs terms                                # the term list, every catalog
 """
 from __future__ import annotations
 
@@ -283,6 +284,16 @@ def lint(page: str, translations: dict[str, str], part: str = "1/1", extracted: 
     return found
 
 
+def term_breaches(skip: list[str]) -> list[str]:
+    """Every breach of the course's term list (terms.py): the message, notebook, code and figure catalogs (but
+    ``skip``, repository paths) and the pages' catalogs, read as they are."""
+    paths = [p for p in term_list.catalogs_to_check() if LAYOUT.rel(p) not in skip]
+    return term_list.scan(paths) + [
+        f"{LAYOUT.rel(po)}: {str(m.id)[:40]!r}: {issue}" for po in sorted((CATALOGS / "book").glob("*.po"))
+        for m in read(po) if m.id and m.string
+        for issue in term_list.violations(PROTECTED.sub(" ", str(m.id)), PROTECTED.sub(" ", str(m.string)))]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_admin.book.catalogs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -299,7 +310,13 @@ def main(argv: list[str] | None = None) -> int:
     four.add_argument("page")
     four.add_argument("json")
     four.add_argument("--part", default="1/1")
+    five = sub.add_parser("terms", help="the course's term list in every catalog (terms.py)")
+    five.add_argument("--skip", action="append", default=[], help="a catalog to leave out (repository path)")
     args = parser.parse_args(argv)
+    if args.command == "terms":
+        found = term_breaches(args.skip)
+        print("\n".join(found) or "the term list holds in every catalog")
+        return 1 if found else 0
     if args.command == "todo":
         print(json.dumps(todo(args.page, args.part), ensure_ascii=False, indent=1))
         return 0

@@ -15,6 +15,12 @@ Given a repository (say https://github.com/ORG/REPO), each executed page gets, b
                          with nbgitpuller and opens it
 
 Colab opens notebooks from GitHub only: for another host, Binder and the hub remain.
+
+Two fixes to what every page carries, found by solutions/tests/book/test_browser.py (the page's scripts, as the
+buttons are): sphinx-thebe's inline configuration script (``const THEBE_JS_URL = ...``) reached each page twice,
+and the second ``const`` threw "Identifier 'THEBE_JS_URL' has already been declared", so a page keeps one copy of
+any inline script it would carry twice; and Jupyter Book leaves the theme's ``default_mode`` (html_context) empty,
+so the theme's script logged "Got invalid theme mode" on every page: it is "auto", what the theme fell back to.
 """
 from __future__ import annotations
 
@@ -117,6 +123,27 @@ def _on_page(app: Any, pagename: str, templatename: str, context: dict, doctree:
          "buttons": links, "label": "launch-buttons"})
 
 
+def _theme_mode(app: Any, config: Any) -> None:
+    context = config.html_context  # the theme reads default_mode from the page context, not its options
+    if not context.get("default_mode"):
+        context["default_mode"] = "auto"
+
+
+def _one_of_each_script(app: Any, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen, kept = set(), []
+    for script in scripts:
+        body = getattr(script, "attributes", {}).get("body") if not isinstance(script, str) else None
+        key = ("body", body) if body else ("file", str(script))
+        if body and key in seen:
+            continue
+        seen.add(key)
+        kept.append(script)
+    scripts[:] = kept
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.add_config_value("course_repository_url", "", "html")
     app.add_config_value("course_launch_branch", "gh-pages", "html")
@@ -124,4 +151,6 @@ def setup(app: Any) -> dict[str, Any]:
     app.add_config_value("course_jupyterhub_url", "", "html")
     app.add_config_value("course_gpu_pages", _default_gpu_pages(), "html")
     app.connect("html-page-context", _on_page, priority=502)
+    app.connect("config-inited", _theme_mode)
+    app.connect("html-page-context", _one_of_each_script, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

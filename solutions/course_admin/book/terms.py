@@ -14,16 +14,14 @@ one (English, Chinese) pair:
 (catalogs.problems), their figures (figures.py) and printed lines (outputs.py) fail ``make book`` on a breach;
 solutions/tests/book/test_terms.py holds every catalog to them, the notebooks' (solutions/locale/zh_CN/) and the
 learners' message catalog (course_lib/provided/locale/zh_CN.json) included. A catalog in ``PENDING`` is
-skipped there, with its reason, while its owner brings it in line. Run alone, this module lists every breach:
+skipped there, with its reason, while its owner brings it in line. The catalogs command lists every breach:
 
-    .venv/bin/python -m course_admin.book.terms [--skip course_lib/provided/locale/zh_CN.json]
+    .venv/bin/python -m course_admin.book.catalogs terms [--skip course_lib/provided/locale/zh_CN.json]
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -69,13 +67,9 @@ RULES: tuple[Rule, ...] = tuple(Rule(_re(e, re.IGNORECASE), _re(r), _re(q), a) f
 
 
 # Catalogs whose owners are still bringing them to the term list: their breaches are listed (``main``) but do
-# not fail the checks yet. Each entry names why; remove it once ``python -m course_admin.book.terms`` shows
+# not fail the checks yet. Each entry names why; remove it once ``python -m course_admin.book.catalogs terms`` shows
 # none for that catalog (a test fails on an entry that has become clean, so that none outlives its reason).
-PENDING: dict[str, str] = {
-    "course_lib/provided/locale/zh_CN.json":
-        "the message catalog's owner brings it to the term list (issue 42, M7-M12); at 05:10 one entry was left: "
-        "'the grader's worker process died …' says 暂时没有分数 for 'no points' (得分)",
-}
+PENDING: dict[str, str] = {}
 
 
 def pending(page_or_path: str | Path) -> bool:
@@ -124,27 +118,3 @@ def scan(paths: list[Path]) -> list[str]:
     """Every violation of the term list in ``paths``, one line each."""
     return [f"{where}: {issue}" for path in paths if path.is_file()
             for where, english, chinese in pairs(path) for issue in violations(english, chinese)]
-
-
-def scan_pages(folder: Path) -> list[str]:
-    """Every violation of the term list in the pages' catalogs (``folder/book/*.po``), read as they are."""
-    from . import catalogs
-    return [f"{LAYOUT.rel(po)}: {str(m.id)[:40]!r}: {issue}" for po in sorted((folder / "book").glob("*.po"))
-            for m in catalogs.read(po) if m.id and m.string
-            for issue in violations(catalogs.PROTECTED.sub(" ", str(m.id)), catalogs.PROTECTED.sub(" ", str(m.string)))]
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_admin.book.terms", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--skip", action="append", default=[], help="a catalog to leave out (repository path)")
-    args = parser.parse_args(argv)
-    from . import catalogs
-    paths = [p for p in catalogs_to_check() if LAYOUT.rel(p) not in args.skip]
-    found = scan(paths) + scan_pages(catalogs.CATALOGS)
-    print("\n".join(found) or "the term list holds in every catalog")
-    return 1 if found else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
