@@ -59,6 +59,7 @@ RULES: tuple[Rule, ...] = tuple(Rule(_re(e, re.IGNORECASE), _re(r), _re(q), a) f
     (None, r"种子文章|源文章|所源自的[^，。]{0,4}文章|\bseed 0\d\d\b", None,
      "the seed articles are 参考原文 (参考原文 000 / 002)"),
     (None, r"代码桩", None, "stub is 桩代码"),
+    (None, r"二元组", None, "a bigram is a 二元语法 (n-grams: n 元语法, as d2l-zh)"),
     (None, r"练习册", None, "notebook is 笔记本"),
     (None, r"CPU 核(?!心)", None, "CPU core is CPU 核心"),
     (None, r"你的教师", None, "instructor is 老师"),

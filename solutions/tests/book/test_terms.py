@@ -29,6 +29,7 @@ from course_lib.provided.layout import LAYOUT
     ("one standard error", "一个标准误差", "一个标准误"),
     ("as seed 000 does", "如种子文章 000 所做", "如参考原文 000 所做"),
     ("the stub", "代码桩", "桩代码"),
+    ("bigram inputs", "二元组输入", "二元语法输入"),
     ("your notebook", "你的练习册", "你的笔记本"),
     ("two CPU cores", "两个 CPU 核", "两个 CPU 核心"),
     ("your instructor", "你的教师", "老师"),
