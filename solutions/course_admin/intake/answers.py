@@ -22,6 +22,7 @@ from pathlib import Path
 
 from course_lib.provided.i18n import _
 from course_lib.provided.layout import LAYOUT, Layout
+from course_lib.provided.preflight import PLACEHOLDERS
 
 MAX_NOTEBOOK_BYTES = 20 * 1024**2
 
@@ -118,12 +119,13 @@ def read_answers(data: bytes, number: str, layout: Layout = LAYOUT) -> list[Answ
     if isinstance(cells, str):
         return [Answer(gid, points, "fail", cells) for gid, points in wanted]
     released = released_cells(number, layout)
+    unanswered = {_normalised(p) for p in PLACEHOLDERS}  # every edition's (在此作答 in a Chinese notebook)
     answers = []
     for gid, points in wanted:
         text = cells.get(gid)
         if text is None:
             answers.append(Answer(gid, points, "fail", _("this answer cell is missing from your notebook")))
-        elif not text.strip() or _normalised(text) == _normalised(released.get(gid, "")):
+        elif not text.strip() or _normalised(text) in {_normalised(released.get(gid, "")), *unanswered}:
             answers.append(Answer(gid, points, "fail", _("no answer was written")))
         else:
             answers.append(Answer(gid, points, "needs manual grading", _("written answer: graded by hand")))

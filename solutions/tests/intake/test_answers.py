@@ -39,7 +39,8 @@ def test_a_written_answer_waits_for_the_instructor() -> None:
         (gid, "needs manual grading", points) for gid, points in source_answers("02")]
 
 
-@pytest.mark.parametrize("data", [notebook(), notebook("   \n"), notebook(drop="answer-sqrt-dk"), b"{not json",
+@pytest.mark.parametrize("data", [notebook(), notebook("   \n"), notebook("在此作答"), notebook(drop="answer-sqrt-dk"),
+                                  b"{not json",
                                   b'{"cells": 3}', b"\xff\xfe", b" " * (20 * 1024**2 + 1)])
 def test_nothing_written_scores_nothing(data: bytes) -> None:
     answers = read_answers(data, "02")

@@ -16,6 +16,7 @@ import nbformat
 import pytest
 
 from course_lib.provided.layout import REPO_ROOT
+from course_lib.provided.preflight import ANSWER_PLACEHOLDER
 
 from course_admin.release.release import main
 from course_admin.release.stubs import ReleaseError
@@ -268,7 +269,8 @@ def test_released_notebook_is_clean_and_keeps_its_grading(released):
             if meta.get("grade"):
                 assert meta.get("locked") and cell.metadata.get("editable") is False, f"grade cell {cell.id} is not locked"
         if cell.cell_type == "markdown" and meta.get("solution"):
-            assert cell.source.strip() == "YOUR ANSWER HERE"
+            edition = "en" if released.parts[-3] == "exercises" else released.parts[-3].removeprefix("exercises_")
+            assert cell.source.strip() == ANSWER_PLACEHOLDER[edition]  # YOUR ANSWER HERE; 在此作答 in Chinese
 
 
 def test_ch02_grades_written_answers_only():
