@@ -22,6 +22,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from .i18n import _
+
 T = TypeVar("T")
 
 
@@ -67,7 +69,7 @@ def pick_device(choice: str | None = None, local_rank: int | None = None) -> tor
     name = choice or ("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda":
         if not torch.cuda.is_available():
-            raise RuntimeError("--device cuda: this torch sees no CUDA GPU (torch.cuda.is_available() is False)")
+            raise RuntimeError(_("--device cuda: this torch sees no CUDA GPU (torch.cuda.is_available() is False)"))
         name = f"cuda:{local_rank}"
     return torch.device(name)
 
