@@ -1,6 +1,6 @@
 """The command line in the learner's language: argparse's own words ("usage:", its groups' titles, -h, its error
-line and commonest errors) through i18n, for `course check` and `course submit` (the capstone's command has the same
-helpers in capstone/run.py). English help stays as argparse writes it."""
+line and commonest errors) through i18n, for `course check`, `course submit` and `course capstone`
+(capstone/run.py uses Formatter and argparse_error). English help stays as argparse writes it."""
 from __future__ import annotations
 
 import argparse

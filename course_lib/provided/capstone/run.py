@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -28,6 +27,7 @@ from .ensemble import ensemble_accuracy, finetune_command, member_probabilities
 from .stages import PRESETS, make_classifier, pretrain, run_folder, score
 from .vocab import CharVocab
 from ..i18n import N_, _
+from ..parsers import Formatter, argparse_error
 
 DESCRIPTION = N_("""`course capstone`: train, evaluate and compare the capstone's classifiers, the baselines beside.
 
@@ -118,41 +118,6 @@ def record_command(args: argparse.Namespace) -> int:
                                                              past=past))
     print(_("wrote {path}").format(path=args.to))
     return 0
-
-
-class Formatter(argparse.RawDescriptionHelpFormatter):
-    """argparse's formatter with its "usage: " in the learner's language, and a section's colon full-width after
-    a Chinese title (English help is unchanged)."""
-
-    def add_usage(self, usage, actions, groups, prefix=None):  # noqa: ANN001, ANN201 - argparse's signature
-        super().add_usage(usage, actions, groups, _("usage: ") if prefix is None else prefix)
-
-    def format_help(self) -> str:
-        return re.sub(r"(?m)^(\S.*[\u3400-\u9fff]):$", "\\1：", super().format_help())
-
-
-# argparse's own error messages (its wording in Python 3.10-3.13), read back into the catalog's templates
-ARGPARSE_ERRORS = (
-    (r"argument (?P<argument>\S+?): (?P<message>.+)", N_("argument {argument}: {message}")),
-    (r"the following arguments are required: (?P<names>.+)", N_("the following arguments are required: {names}")),
-    (r"invalid choice: (?P<value>.+?) \(choose from (?P<choices>.+)\)", N_("invalid choice: {value} (choose from "
-                                                                          "{choices})")),
-    (r"unrecognized arguments: (?P<names>.+)", N_("unrecognized arguments: {names}")),
-    (r"expected one argument", N_("expected one argument")),
-    (r"invalid (?P<type>\w+) value: (?P<value>.+)", N_("invalid {type} value: {value}")),
-)
-
-
-def argparse_error(message: str) -> str:
-    """``message``, one of argparse's, in the learner's language where the catalog knows its template."""
-    for pattern, template in ARGPARSE_ERRORS:
-        found = re.fullmatch(pattern, message, re.DOTALL)
-        if found:
-            parts = found.groupdict()
-            if "message" in parts:
-                parts["message"] = argparse_error(parts["message"])
-            return _(template).format(**parts)
-    return message
 
 
 class Parser(argparse.ArgumentParser):
