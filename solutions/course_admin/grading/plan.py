@@ -9,6 +9,9 @@ and the known mistakes whose outputs fail it.
 Computing it takes seconds to a minute a chapter (every known-wrong variant on every case), so a grading
 run keeps it in a store (``use_store``: ``<--out>/.prepared/``), one file a chapter named by a fingerprint
 of everything it was computed from: the next run, and every worker process of this one, load it instead.
+Runs into other ``--out`` folders can share what they computed through one more folder, named by
+$COURSE_GRADE_CACHE (a week's runs, one a chapter, or a test suite's hundred): it must be yours alone (mode 700),
+as the store is; one that is not is not used, and the run says so.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import dataclasses
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +83,8 @@ _STORE: list[Path] = []
 _ENGINE = [Path(refs.__file__), Path(refs.__file__).with_name("variants.py"), Path(__file__)] + \
     [LAYOUT.root / "course_lib" / "provided" / n for n in ("cases.py", "checking.py", "loader.py", "diagnosis.py")]
 VALUES = ("inputs", "expected", "mistakes", "runs", "fails")  # what a stored chapter holds, a list by case
+SHARED = "COURSE_GRADE_CACHE"  # the environment variable naming a folder shared by grading runs (see above)
+_REFUSED: set[str] = set()     # shared folders already refused (said once a process)
 
 
 def use_store(folder: Path | str | None) -> None:
@@ -112,26 +118,67 @@ def _compute(number: str, graded: list[GradedCase]) -> dict[str, list]:
     return values
 
 
-def _values(number: str, graded: list[GradedCase]) -> dict[str, list]:
-    """The chapter's inputs, expected and known-wrong outputs: from the store when there, else computed
-    (and stored). A stored file that does not load or does not fit is computed again, never trusted."""
-    if not _STORE:
-        return _compute(number, graded)
-    path = _STORE[0] / f"ch{number}-{chapter_fingerprint(number)}.pt"
+def shared_folder() -> Path | None:
+    """$COURSE_GRADE_CACHE's folder (created, mode 700) when it is set and yours alone, else None."""
+    value = os.environ.get(SHARED)
+    if not value:
+        return None
+    folder = Path(value)
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = folder.stat()
+    except OSError as exc:
+        problem = f"cannot be made ({exc.strerror})"
+    else:
+        if st.st_uid == os.geteuid() and not st.st_mode & 0o077:
+            return folder
+        problem = "is not yours alone: `chmod 700` it, or unset the variable"
+    if value not in _REFUSED:
+        _REFUSED.add(value)
+        print(f"course grade: {SHARED}={value} {problem}; it holds expected values, so it is not used and every "
+              f"chapter is computed again for this run", file=sys.stderr)
+    return None
+
+
+def _load(path: Path, cases: int) -> dict[str, list] | None:
+    """A stored chapter that loads and fits ``cases``, else None: never trusted beyond that."""
     try:
         values = torch.load(path, weights_only=True)
-        if all(len(values[k]) == len(graded) for k in VALUES):
+        if all(len(values[k]) == cases for k in VALUES):
             return values
     except Exception:  # noqa: BLE001 - missing, partly written by a killed run, or foreign: compute again
         pass
-    values = _compute(number, graded)
+    return None
+
+
+def _save(path: Path, values: dict[str, list]) -> None:
+    """Atomically (a worker loading it meanwhile sees the whole file or none), dropping older fingerprints."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.part")
     torch.save(values, tmp)
-    tmp.replace(path)  # atomic: a worker loading it meanwhile sees the whole file or none
-    for old in path.parent.glob(f"ch{number}-*.pt"):
+    tmp.replace(path)
+    number = path.name.split("-")[0]
+    for old in path.parent.glob(f"{number}-*.pt"):
         if old != path:
             old.unlink(missing_ok=True)
+
+
+def _values(number: str, graded: list[GradedCase]) -> dict[str, list]:
+    """The chapter's inputs, expected and known-wrong outputs: from the store when there, else from the shared
+    folder, else computed (and stored in both)."""
+    if not _STORE:
+        return _compute(number, graded)
+    name = f"ch{number}-{chapter_fingerprint(number)}.pt"
+    values = _load(_STORE[0] / name, len(graded))
+    if values is not None:
+        return values
+    shared = shared_folder()
+    values = _load(shared / name, len(graded)) if shared else None
+    if values is None:
+        values = _compute(number, graded)
+        if shared:
+            _save(shared / name, values)
+    _save(_STORE[0] / name, values)
     return values
 
 

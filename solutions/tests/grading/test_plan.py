@@ -12,6 +12,7 @@ from course_admin.grading import plan
 
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv(plan.SHARED, raising=False)  # the suite's shared folder (solutions/tests/conftest.py): not here
     monkeypatch.setattr(plan, "_PREPARED", {})
     plan.use_store(tmp_path / ".prepared")
     calls: list[str] = []
@@ -78,3 +79,41 @@ def test_a_damaged_store_file_is_computed_again_never_trusted(store, damage):
     assert calls == ["01", "01"]
     assert len(torch.load(path, weights_only=True)["expected"]) == len(first.cases)  # repaired
 
+
+
+def test_runs_into_other_folders_share_what_one_computed_through_course_grade_cache(store, monkeypatch, tmp_path):
+    folder, calls = store
+    shared = tmp_path / "shared"
+    monkeypatch.setenv(plan.SHARED, str(shared))
+    first = again("02")
+    assert calls == ["02"] and (shared.stat().st_mode & 0o777) == 0o700
+    assert [p.name for p in shared.glob("ch02-*.pt")] == [f"ch02-{plan.chapter_fingerprint('02')}.pt"]
+    plan.use_store(tmp_path / "another_out" / ".prepared")         # another run, another --out
+    assert_same(first, again("02"))
+    assert calls == ["02"], "a run into another folder computed again instead of loading the shared folder"
+    assert (tmp_path / "another_out" / ".prepared" / f"ch02-{plan.chapter_fingerprint('02')}.pt").is_file()
+    next(shared.glob("ch02-*.pt")).write_bytes(b"damaged")        # never trusted beyond loading and fitting
+    plan.use_store(tmp_path / "third_out" / ".prepared")
+    assert_same(first, again("02"))
+    assert calls == ["02", "02"]
+    assert conftest_shared() == plan.SHARED
+
+
+def conftest_shared() -> str:
+    from .. import conftest
+    return conftest.SHARED
+
+
+def test_a_shared_folder_others_can_read_is_not_used_and_the_run_says_so(store, monkeypatch, tmp_path, capsys):
+    folder, calls = store
+    shared = tmp_path / "open"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    monkeypatch.setenv(plan.SHARED, str(shared))
+    monkeypatch.setattr(plan, "_REFUSED", set())
+    again("01")
+    assert calls == ["01"] and not list(shared.iterdir())         # expected values never written there
+    assert "is not yours alone: `chmod 700` it" in capsys.readouterr().err
+    plan.use_store(tmp_path / "another_out" / ".prepared")
+    again("01")
+    assert calls == ["01", "01"] and capsys.readouterr().err == ""  # said once a process
