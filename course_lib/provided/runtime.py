@@ -1,7 +1,8 @@
 """Where and how a training process runs: seeds, the device, and its rank when torchrun starts several.
 
     seed_everything(0)                 # Python, NumPy and torch (CPU and every GPU) from one number
-    device = pick_device()             # cuda:LOCAL_RANK when a GPU is there, else cpu; pick_device("cpu") forces
+    device = pick_device()             # cuda:LOCAL_RANK with an NVIDIA GPU, else mps (Apple), else cpu;
+                                       # pick_device("cpu") forces
     ctx = start_processes(device)      # under torchrun: init_process_group (nccl on cuda, gloo on cpu)
     ctx.rank, ctx.world, ctx.is_main   # 0, 1, True in a plain `python ...` run
     shard_groups(groups, ctx)          # this rank's part of each global batch of indices
@@ -59,18 +60,38 @@ def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
-def pick_device(choice: str | None = None, local_rank: int | None = None) -> torch.device:
-    """``choice`` if given ("cpu", "cuda", "cuda:1", "mps"), else ``cuda`` when a GPU is present, else ``cpu``.
+def mps_available() -> bool:
+    """Whether this torch can use Apple's GPU (Metal, the ``mps`` device): a Mac with Apple silicon or an AMD GPU,
+    macOS 12.3 or newer, a torch built for it. False on every other machine, and on a torch without the backend."""
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())
 
-    Under torchrun each process takes the GPU of its ``LOCAL_RANK``.
+
+def default_device() -> str:
+    """The device a run takes when not told: ``cuda`` with an NVIDIA GPU, else ``mps`` on a Mac that has one,
+    else ``cpu``. On mps, training runs in float32 (the training loop's bf16 autocast is CUDA's only) and its
+    batches are made in the training process (no DataLoader workers: nothing to fork or spawn)."""
+    if torch.cuda.is_available():
+        return "cuda"
+    return "mps" if mps_available() else "cpu"
+
+
+def pick_device(choice: str | None = None, local_rank: int | None = None) -> torch.device:
+    """``choice`` if given ("cpu", "cuda", "cuda:1", "mps"), else ``default_device()``: cuda, mps or cpu.
+
+    Under torchrun each process takes the GPU of its ``LOCAL_RANK``. A device this torch cannot use is
+    refused here, in one line, rather than by the first tensor sent there.
     """
     if local_rank is None:
         local_rank = int(os.environ.get("LOCAL_RANK", 0))
-    name = choice or ("cuda" if torch.cuda.is_available() else "cpu")
+    name = choice or default_device()
     if name == "cuda":
         if not torch.cuda.is_available():
             raise RuntimeError(_("--device cuda: this torch sees no CUDA GPU (torch.cuda.is_available() is False)"))
         name = f"cuda:{local_rank}"
+    if torch.device(name).type == "mps" and not mps_available():
+        raise RuntimeError(_("--device mps: this torch sees no Apple GPU (torch.backends.mps.is_available() is "
+                             "False); mps needs a Mac with Apple silicon and macOS 12.3 or newer"))
     return torch.device(name)
 
 
@@ -118,6 +139,9 @@ def process_context() -> ProcessContext:
 def start_processes(device: torch.device) -> ProcessContext:
     """Join torchrun's process group (nccl on cuda, gloo on cpu) when there is one; the context either way."""
     ctx = process_context()
+    if ctx.distributed and device.type == "mps":
+        raise RuntimeError(_("torchrun on mps: PyTorch has no process group for Apple's GPU; run one process "
+                             "(without torchrun), or give --device cpu"))
     if ctx.distributed and not dist.is_initialized():
         if device.type == "cuda":
             torch.cuda.set_device(device)
