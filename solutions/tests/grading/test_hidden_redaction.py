@@ -64,11 +64,13 @@ def test_a_public_row_still_shows_the_learners_text(ch02) -> None:
 
 
 def test_a_hidden_row_names_the_property_it_checks(ch02) -> None:
+    """Its ``about`` (every hidden case has one: test_hidden_about.py, which also covers the fallback to the id)."""
     names = {g.case.name: hidden_property(g) for g in hidden(ch02)}
-    assert names["h-float64-heads"] == "float64 heads" and names["h-plain-long"] == "plain long"
+    assert names["h-float64-heads"] == "float64 end to end, with heads"
+    assert names["h-plain-long"] == "no mask, with more keys than queries"
     g = next(g for g in hidden(ch02) if g.case.name == "h-float64-heads")
     row = judge_case(ch02, g, LearnerFailure("anything"), "bwrap")
-    assert row.message.endswith("(this hidden case checks: float64 heads)")
+    assert row.message.endswith("(this hidden case checks: float64 end to end, with heads)")
 
 
 def test_the_graders_own_failures_pass_through_without_what_the_learner_chose(ch02) -> None:
