@@ -11,10 +11,15 @@ Which words of a code cell are translated (the rule notebook_i18n.py's docstring
   ``title=`` keyword of any call. Each piece of an implicitly concatenated literal is a unit of its own; an
   f-string's ``{fields}`` stay, the same and in the same order.
 
-``PLOT_LABELS`` is off: a learner's kernel has no CJK font for matplotlib (its default, DejaVu Sans, draws a box
-and warns "Glyph … missing" for each Chinese character; the book registers its own font, cjk_font.py, in the
-book's kernels only). Turn it on, and translate the units it adds, once the learner's tree gives matplotlib a
-CJK font.
+``PLOT_LABELS`` is on: matplotlib's default font, DejaVu Sans, has no Chinese (it draws a box and warns "Glyph …
+missing" for each character), so the learner's package ships a CJK font for the figures,
+``course_lib/provided/fonts/course-cjk.ttf``, and the notebooks' figure cells call
+``course_lib.provided.plots.use_cjk_font()`` (in every edition: the same code). That font is the book's (Noto
+Sans SC, book/cjk_font.py) cut to the CJK characters the figures draw (``drawn``: those of the translated plot
+labels, and the common CJK punctuation; matplotlib draws the others with its own font); ``write_font`` makes it
+again after a label changes
+(``python -m course_admin.release.notebook_i18n font zh_CN``), and solutions/tests/release/test_plot_font.py fails
+while a label has a character the font lacks.
 
 Anything else (names, data strings such as ``"the"``, format specs, numbers) is code and never changes: a
 translated cell's code, parsed with its translatable strings blanked and its comments dropped, is the same AST
@@ -34,18 +39,23 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..book import catalogs
+from course_lib.provided import plots
+from course_lib.provided.layout import Layout
+
+from ..book import catalogs, cjk_font
 from . import messages
 
 PRINT_CALLS = {"print"}
 PLOT_CALLS = {"set_xlabel", "set_ylabel", "set_title", "xlabel", "ylabel", "title", "suptitle", "text", "annotate",
               "legend", "set_label"}
 PLOT_KEYWORDS = {"label", "xlabel", "ylabel", "title"}
-PLOT_LABELS = False  # see the docstring: no CJK font in a learner's matplotlib yet
+PLOT_LABELS = True  # see the docstring: the learner's package has a CJK font for matplotlib (provided/plots.py)
 PREFIX = re.compile(r"^([A-Za-z]*)('''|\"\"\"|'|\")(.*)\2$", re.S)
 ENGLISH_PHRASE = re.compile(r"[A-Za-z]{2,} [A-Za-z]{2,}")
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 FIELD = re.compile(r"\{[^{}]*\}")
+FONT_FAMILY = "Course CJK Labels"  # the figures' font (provided/plots.py): a family of its own, not the book's
+FONT_EXTRA = "，。、：；？！（）《》"  # the common CJK punctuation, used in a label or not
 PRAGMA = re.compile(r"(?:noqa|type:|pragma|fmt:|pylint:|isort:)")  # a comment for the tools, not for the reader
 
 
@@ -64,10 +74,12 @@ def translatable(cell: dict) -> bool:
     return cell.get("cell_type") == "code" and not (cell.get("metadata") or {}).get("nbgrader")
 
 
-def _selected(tree: ast.AST, plot: bool | None = None) -> list[ast.expr]:
-    """The string-literal nodes of ``tree`` that the rule makes translatable (``plot``: PLOT_LABELS's value)."""
+def _selected(tree: ast.AST, plot: bool | None = None, prose: bool = True) -> list[ast.expr]:
+    """The string-literal nodes of ``tree`` that the rule makes translatable (``plot``: PLOT_LABELS's value;
+    ``prose`` False: the plot labels only, no printed line or docstring)."""
     plot = PLOT_LABELS if plot is None else plot
-    calls, keywords = PRINT_CALLS | (PLOT_CALLS if plot else set()), PLOT_KEYWORDS if plot else set()
+    calls = (PRINT_CALLS if prose else set()) | (PLOT_CALLS if plot else set())
+    keywords = PLOT_KEYWORDS if plot else set()
     found: list[ast.expr] = []
     is_text = lambda node: isinstance(node, ast.JoinedStr) or (  # noqa: E731
         isinstance(node, ast.Constant) and isinstance(node.value, str))
@@ -78,7 +90,7 @@ def _selected(tree: ast.AST, plot: bool | None = None) -> list[ast.expr]:
             if name in calls:
                 found += [arg for arg in node.args if is_text(arg)]
             found += [kw.value for kw in node.keywords if kw.arg in keywords and is_text(kw.value)]
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
+        elif prose and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and is_text(body[0].value):
                 found.append(body[0].value)
@@ -111,8 +123,9 @@ def _tokens(source: str) -> list[tuple[str, tuple[int, int], tuple[int, int], st
     return out
 
 
-def pieces(source: str, plot: bool | None = None) -> list[Piece]:
-    """The translatable pieces of one cell's source, in order; [] for a cell that does not parse."""
+def pieces(source: str, plot: bool | None = None, prose: bool = True) -> list[Piece]:
+    """The translatable pieces of one cell's source, in order; [] for a cell that does not parse (``plot``,
+    ``prose``: as _selected; without prose, no comment either)."""
     try:
         tree, toks = ast.parse(source), _tokens(source)
     except (SyntaxError, tokenize.TokenError):
@@ -122,7 +135,8 @@ def pieces(source: str, plot: bool | None = None) -> list[Piece]:
     def at(row: int, col_bytes: int) -> int:  # ast columns count UTF-8 bytes
         return starts[row] + len(lines[row - 1].encode("utf-8")[:col_bytes].decode("utf-8", "ignore"))
 
-    spans = [(at(n.lineno, n.col_offset), at(n.end_lineno or n.lineno, n.end_col_offset or 0)) for n in _selected(tree, plot)]
+    spans = [(at(n.lineno, n.col_offset), at(n.end_lineno or n.lineno, n.end_col_offset or 0))
+             for n in _selected(tree, plot, prose)]
     found = []
     for kind, (r0, c0), (r1, c1), _ in toks:
         start, end = starts[r0] + c0, starts[r1] + c1
@@ -130,7 +144,7 @@ def pieces(source: str, plot: bool | None = None) -> list[Piece]:
         if kind == "comment":
             mark = re.match(r"#+\s*", text)
             assert mark is not None
-            if text[mark.end():].strip() and not PRAGMA.match(text[mark.end():]):
+            if prose and text[mark.end():].strip() and not PRAGMA.match(text[mark.end():]):
                 found.append(Piece(start, end, mark.group(0), text[mark.end():], ""))
         elif any(a <= start and end <= b for a, b in spans):
             match = PREFIX.match(text)
@@ -139,12 +153,13 @@ def pieces(source: str, plot: bool | None = None) -> list[Piece]:
     return found
 
 
-def units(notebook: dict, plot: bool | None = None) -> list[str]:
-    """The English texts to translate in a notebook's code cells, each once, in order (``plot``: as _selected)."""
+def units(notebook: dict, plot: bool | None = None, prose: bool = True) -> list[str]:
+    """The English texts to translate in a notebook's code cells, each once, in order (``plot``, ``prose``: as
+    _selected; ``plot=True, prose=False``: the texts its figures draw)."""
     seen: dict[str, None] = {}
     for cell in notebook.get("cells", []):
         if translatable(cell):
-            seen.update((p.text, None) for p in pieces(_source(cell), plot))
+            seen.update((p.text, None) for p in pieces(_source(cell), plot, prose))
     return list(seen)
 
 
@@ -211,7 +226,7 @@ def load(file: Path) -> dict[str, str]:
 
 def problems(notebook: dict, catalog: dict[str, str]) -> list[str]:
     """Untranslated, stale and broken code units of one notebook, and a cell whose code a translation changed."""
-    wanted, known = units(notebook), units(notebook, plot=True)  # known: with the plot labels, kept for PLOT_LABELS
+    wanted, known = units(notebook), units(notebook, plot=True)  # known: with the plot labels, even with PLOT_LABELS off
     found = [f"code untranslated: {en!r}" for en in wanted if not catalog.get(en)]
     found += [f"code stale (its English is gone): {en!r}" for en in catalog if en not in known]
     found += [f"code {en!r}: {issue}" for en in known if catalog.get(en) for issue in issues(en, catalog[en])]
@@ -232,3 +247,56 @@ def translate_cells(notebook: dict, catalog: dict[str, str]) -> None:
         if translatable(cell):
             source = translate_source(_source(cell), catalog)
             cell["source"] = source.splitlines(keepends=True) if isinstance(cell.get("source"), list) else source
+
+
+# ---------------------------------------------------------------- the figures' font (course_lib/provided/fonts/)
+def drawn(layout: Layout, langs: list[str]) -> set[str]:
+    """The CJK characters the exercise notebooks' figures draw in ``langs`` (cjk_font.CJK: what DejaVu Sans, the
+    font before ours, lacks): those of their plot labels' translations, less the {fields}, and FONT_EXTRA."""
+    found = set(FONT_EXTRA)
+    for source in layout.exercise_sources():
+        notebook = json.loads((source / f"{source.name}.ipynb").read_text(encoding="utf-8"))
+        for lang in langs:
+            catalog = load(path(layout.solutions, lang, source.name))
+            found |= {c for en in units(notebook, plot=True, prose=False)
+                      for c in cjk_font.CJK.findall(FIELD.sub("", catalog.get(en) or en))}
+    return found
+
+
+def font_path(layout: Layout) -> Path:
+    """The figures' font in ``layout``'s tree: course_lib/provided/fonts/course-cjk.ttf."""
+    return layout.course_lib / "provided" / "fonts" / plots.FONT.name
+
+
+def write_font(layout: Layout, langs: list[str], source: Path = cjk_font.FONT) -> tuple[int, set[str]]:
+    """Cut ``source`` (the book's font) to the characters ``drawn`` in ``langs`` and write it, with its licence,
+    where plots.py reads it (TrueType, the family FONT_FAMILY, the same bytes for the same input). Returns the
+    number of characters it holds and those ``source`` lacks."""
+    from fontTools import subset as ft_subset
+    from fontTools.ttLib import TTFont
+
+    chars, font = drawn(layout, langs), TTFont(source, recalcTimestamp=False)
+    cmap = font.getBestCmap()
+    options = ft_subset.Options()
+    options.flavor, options.layout_features, options.name_IDs, options.notdef_outline = None, ["*"], ["*"], True
+    subsetter = ft_subset.Subsetter(options)
+    subsetter.populate(unicodes=sorted(ord(c) for c in chars if ord(c) in cmap))
+    subsetter.subset(font)
+    for record in font["name"].names:  # a subset is another font: a name of its own (the OFL asks as much)
+        if record.nameID in (1, 4, 16):
+            record.string = FONT_FAMILY
+        elif record.nameID == 6:
+            record.string = FONT_FAMILY.replace(" ", "")
+    target = font_path(layout)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    font.save(target)
+    (target.parent / "OFL.txt").write_bytes((source.parent / "OFL.txt").read_bytes())
+    return len(font.getBestCmap()), {c for c in chars if ord(c) not in cmap}
+
+
+def font_lacks(layout: Layout, langs: list[str]) -> set[str]:
+    """The characters the figures draw in ``langs`` that the shipped font has no glyph for."""
+    from fontTools.ttLib import TTFont
+
+    held = {chr(u) for u in TTFont(font_path(layout)).getBestCmap()}
+    return drawn(layout, langs) - held

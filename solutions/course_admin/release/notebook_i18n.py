@@ -2,10 +2,12 @@
 
 A notebook's translatable units are its markdown cells, each by its cell id, and the words of its code cells
 (code_i18n.py): in a code cell nbgrader does not manage (no solution, grade or locked metadata), every comment,
-every string literal that is an argument of print(), and every docstring; a plot's labels and titles (a string
+every string literal that is an argument of print(), every docstring, and a plot's labels and titles (a string
 argument of set_xlabel, set_ylabel, set_title, xlabel, ylabel, title, suptitle, text, annotate, legend, or the value
-of a label=, xlabel=, ylabel= or title= keyword) only with code_i18n.PLOT_LABELS, off while a learner's matplotlib
-has no CJK font (their translations wait, linted, in the catalog). Nothing else of a code cell changes: the code
+of a label=, xlabel=, ylabel= or title= keyword; code_i18n.PLOT_LABELS): the learner's package ships a CJK font
+for matplotlib, course_lib/provided/fonts/, which the notebooks' figure cells register (provided/plots.py,
+use_cjk_font(), the same call in every edition) and which holds every character of the translated labels
+(`font` below cuts it again from the book's font after a label changes). Nothing else of a code cell changes: the code
 parsed with those strings blanked and its comments dropped is the same AST in every language, an f-string's {fields}
 the same and in the same order, and nbgrader's cells (the hidden tests, the check() self-checks) the English bytes.
 Each markdown unit's English is the source cell with what `course release` writes in it taken out
@@ -30,6 +32,7 @@ book's rules, catalogs.py).
     python -m course_admin.release.notebook_i18n apply zh_CN 02 done.json    # merged into the catalog
     python -m course_admin.release.notebook_i18n check zh_CN                 # every notebook: what make test fails on
     python -m course_admin.release.notebook_i18n code-todo zh_CN 02          # the code units still to translate
+    python -m course_admin.release.notebook_i18n font zh_CN                  # the figures' font, for every edition
 """
 from __future__ import annotations
 
@@ -159,7 +162,7 @@ def check(layout: Layout, lang: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m course_admin.release.notebook_i18n", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["todo", "lint", "apply", "check", "code-todo"])
+    parser.add_argument("action", choices=["todo", "lint", "apply", "check", "code-todo", "font"])
     parser.add_argument("lang", help="the language of the catalog, e.g. zh_CN")
     parser.add_argument("chapter", nargs="?", help="the chapter's number, e.g. 02 (todo, lint, apply)")
     parser.add_argument("json", nargs="?", type=Path, help="translations {cell id: translation} (lint, apply)")
@@ -169,6 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         left = check(layout, lang)
         print("\n".join(left) or f"{lang}: every exercise notebook translated and in sync")
         return 1 if left else 0
+    if args.action == "font":  # the labels of every edition: one font for all of them
+        held, lacking = code_i18n.write_font(layout, sorted({*EDITIONS, lang}))
+        target = code_i18n.font_path(layout)
+        print(f"{layout.rel(target)}: {held} characters ({target.stat().st_size / 1024:.0f} KiB)"
+              + (f"; the book's font lacks {''.join(sorted(lacking))}" if lacking else ""))
+        return 1 if lacking else 0
     if args.chapter is None:
         parser.error(f"{args.action} needs the chapter's number")
     name, notebook = _notebook(layout, args.chapter)

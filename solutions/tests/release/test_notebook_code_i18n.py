@@ -1,6 +1,7 @@
-"""The Chinese notebooks' code cells (code_i18n.py): comments, printed lines and docstrings translated, the code
-itself the same AST as the English, nbgrader's cells the English bytes; planted breaches of each rule caught; and
-`make submit`'s empty-answer check knows both placeholders (preflight.py). A few seconds (no nbgrader run)."""
+"""The Chinese notebooks' code cells (code_i18n.py): comments, printed lines, docstrings and plot labels translated,
+the code itself the same AST as the English, nbgrader's cells the English bytes; planted breaches of each rule
+caught; and `make submit`'s empty-answer check knows both placeholders (preflight.py). A few seconds (no nbgrader
+run). The plot labels' font: test_plot_font.py."""
 from __future__ import annotations
 
 import copy
@@ -40,14 +41,13 @@ def _text(cell: dict) -> str:
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
-def test_the_rule_picks_comments_printed_lines_and_docstrings_only() -> None:
-    assert [p.text for p in code_i18n.pieces(CELL)] == [
-        "(seq,): the sentence", "Return x doubled.", "largest weight:", "scale={scale:.1f}"]
-    # plot labels join the rule only with PLOT_LABELS (no CJK font in a learner's matplotlib yet)
-    assert not code_i18n.PLOT_LABELS
-    tree = code_i18n.ast.parse(CELL)
-    assert {n.value for n in code_i18n._selected(tree, plot=True) if isinstance(n, code_i18n.ast.Constant)} >= {
-        "key (attended to)", "mean norm"}
+def test_the_rule_picks_comments_printed_lines_docstrings_and_plot_labels_only() -> None:
+    prose = ["(seq,): the sentence", "Return x doubled.", "largest weight:", "scale={scale:.1f}"]
+    assert [p.text for p in code_i18n.pieces(CELL, plot=False)] == prose
+    # plot labels join the rule with PLOT_LABELS, on: the learner's package has a CJK font (provided/plots.py)
+    assert code_i18n.PLOT_LABELS
+    assert [p.text for p in code_i18n.pieces(CELL)] == [*prose, "key (attended to)", "mean norm"]
+    assert [p.text for p in code_i18n.pieces(CELL, prose=False)] == ["key (attended to)", "mean norm"]
     nbgrader_cell = {"cell_type": "code", "metadata": {"nbgrader": {"locked": True}}, "source": "check()  # check it"}
     assert not code_i18n.translatable(nbgrader_cell)
     assert code_i18n.units({"cells": [nbgrader_cell]}) == []
@@ -59,8 +59,9 @@ def test_the_skeleton_keeps_the_code_and_drops_only_the_words() -> None:
     assert "# (seq,)：句子" in zh and '"最大权重："' in zh and 'f"缩放={scale:.1f}"' in zh and '"""返回 x 的两倍。"""' in zh
     assert code_i18n.skeleton(zh) == code_i18n.skeleton(CELL)
     for planted in (CELL.replace("2 * x", "3 * x"), CELL.replace('"cat"', '"dog"'),  # code, a data string
-                    CELL.replace("{scale:.1f}", "{scale:.2f}"), CELL.replace('"key (attended to)"', '"键"')):
+                    CELL.replace("{scale:.1f}", "{scale:.2f}"), CELL.replace('ax.plot(words', 'ax.plot(["the"]')):
         assert code_i18n.skeleton(planted) != code_i18n.skeleton(CELL), planted
+    assert code_i18n.skeleton(CELL.replace('"key (attended to)"', '"键"')) == code_i18n.skeleton(CELL), "a label"
 
 
 @pytest.mark.parametrize("en, zh, found", [
@@ -110,10 +111,11 @@ def test_each_chinese_notebook_has_its_words_translated_and_its_code_unchanged(n
                 catalog.get(p.text) for p in code_i18n.pieces(_text(en))], f"{edition_path.name} {en.get('id')}"
 
 
-def test_the_chinese_printed_line_is_in_the_release() -> None:
+def test_the_chinese_printed_line_and_plot_labels_are_in_the_release() -> None:
     released = (LAYOUT.root / f"exercises_{LANG}" / "ch02_attention" / "ch02_attention.ipynb").read_text(encoding="utf-8")
     assert "每一行的最大权重：" in released and "largest weight of each row" not in released
     assert "然后改成 False 再运行一次" in released and "then run again with False" not in released
+    assert 'ax.set_xlabel(\\"键（被关注者）\\")' in released and "key (attended to)" not in released
 
 
 def test_make_submit_counts_either_placeholder(tmp_path: Path) -> None:
@@ -131,16 +133,19 @@ def test_make_submit_counts_either_placeholder(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_the_plot_labels_are_translated_ready_for_a_cjk_font(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The catalogs hold the plot labels' translations too, linted, so turning PLOT_LABELS on needs no new one."""
+def test_the_plot_labels_are_translated(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every plot label has its translation, linted; one missing stops the edition (PLOT_LABELS is on)."""
     english = _nb(LAYOUT.root / "solutions" / "source" / name / f"{name}.ipynb")
     catalog = code_i18n.load(code_i18n.path(LAYOUT.solutions, LANG, name))
-    monkeypatch.setattr(code_i18n, "PLOT_LABELS", True)
     assert code_i18n.problems(english, catalog) == []
     if name == "ch02_attention":
         zh = copy.deepcopy(english)
         code_i18n.translate_cells(zh, catalog)
         assert 'ax.set_xlabel("键（被关注者）")' in "".join(_text(c) for c in zh["cells"])
+        assert code_i18n.problems(english, {k: v for k, v in catalog.items() if k != "query"}) == [
+            "code untranslated: 'query'"]
+        monkeypatch.setattr(code_i18n, "PLOT_LABELS", False)  # off, the label is no unit to translate
+        assert code_i18n.problems(english, {k: v for k, v in catalog.items() if k != "query"}) == []
 
 
 @pytest.mark.parametrize("lang", sorted(preflight.ANSWER_PLACEHOLDER))
