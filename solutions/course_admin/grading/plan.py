@@ -212,6 +212,17 @@ def prepare(number: str) -> Chapter:
     return chapter
 
 
+def save_prepared(number: str, folder: Path) -> Path:
+    """Chapter ``number`` prepared here (or taken from this process's memory) and written into ``folder`` as a
+    run's store: a `course grade --out` whose store that is loads it instead of computing it."""
+    chapter = prepare(number)
+    values = {"inputs": chapter.inputs, "expected": chapter.expected, "mistakes": chapter.mistakes,
+              "runs": [sorted(r) for r in chapter.runs], "fails": [sorted(f) for f in chapter.fails]}
+    path = Path(folder) / f"ch{number}-{chapter_fingerprint(number)}.pt"
+    _save(path, values)
+    return path
+
+
 def public_only(chapter: Chapter) -> Chapter:
     """``chapter`` with its public cases alone (they come first, so their indices are unchanged)."""
     return dataclasses.replace(chapter, cases=[g for g in chapter.cases if not g.hidden])

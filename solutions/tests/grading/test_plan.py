@@ -117,3 +117,15 @@ def test_a_shared_folder_others_can_read_is_not_used_and_the_run_says_so(store, 
     plan.use_store(tmp_path / "another_out" / ".prepared")
     again("01")
     assert calls == ["01", "01"] and capsys.readouterr().err == ""  # said once a process
+
+
+def test_a_chapter_saved_into_a_runs_store_is_loaded_by_that_run(store, tmp_path):
+    """plan.save_prepared: what a test hands a `course grade` run before it starts (test_busy_machine.py)."""
+    folder, calls = store
+    first = again("02")
+    run_store = tmp_path / "out" / ".prepared"
+    path = plan.save_prepared("02", run_store)                     # from memory: nothing computed again
+    assert calls == ["02"] and path.name == f"ch02-{plan.chapter_fingerprint('02')}.pt"
+    plan.use_store(run_store)
+    assert_same(first, again("02"))
+    assert calls == ["02"], "the run computed again instead of loading what was saved into its store"
