@@ -1,11 +1,11 @@
 """The learner's stubs in another language: the words of a solution module translated, its code untouched.
 
 A learner tree released with ``--lang zh_CN`` holds stubs made from the same solution modules as the English ones
-(stubs.py), with every text a learner reads in its language: each docstring paragraph (its doctest lines and
-outputs stay as they are), each error message raised outside the solution blocks (an f-string's fields kept),
-each comment, and the header and ``NotImplementedError`` hint that stubs.py writes; the code, every name and every
-value are the same (the test compares the two stubs' syntax trees with their strings removed). The package's own
-docstring (``course_lib/__init__.py``) is translated the same way.
+(stubs.py), with every text a learner reads in its language: each docstring paragraph (its doctest code and
+outputs stay as they are, their comments translated), each error message raised outside the solution blocks (an
+f-string's fields kept), each comment, and the header and ``NotImplementedError`` hint that stubs.py writes; the
+code, every name and every value are the same (the test compares the two stubs' syntax trees with their strings
+removed). The package's own docstring (``course_lib/__init__.py``) is translated the same way.
 
 The translations are in one catalog, ``solutions/locale/<lang>/course_lib.json`` ({English: translation}), keyed by
 the English, so a changed English text has no translation until one is written; ``problems`` lists the
@@ -88,14 +88,48 @@ def translator(layout: Layout, lang: str) -> tuple[Translate, list[str]]:
     return tr, missing
 
 
+def _doctest_comments(lines: list[str], tr: Translate) -> tuple[dict[int, str], bool]:
+    """The doctest lines of a docstring whose comment is translated, {index: the line}: each example (a ``>>>``
+    line and its ``...`` lines) is tokenized as Python, and a comment's words are replaced by ``tr``'s answer, the
+    code before it kept byte for byte. Also whether every comment with words had an answer."""
+    groups: list[list[int]] = []
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if re.match(r">>>( |$)", stripped):
+            groups.append([i])
+        elif groups and groups[-1][-1] == i - 1 and re.match(r"\.\.\.( |$)", stripped):
+            groups[-1].append(i)
+    replaced: dict[int, str] = {}
+    complete = True
+    for group in groups:
+        starts = [len(lines[i]) - len(lines[i].lstrip()) + 4 for i in group]  # where the code starts, after "... "
+        source = "\n".join(lines[i][start:] for i, start in zip(group, starts))
+        try:
+            comments = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
+        except (tokenize.TokenError, SyntaxError):
+            continue  # not Python (a doctest of an error): no comment to find
+        for token in comments:
+            english = re.sub(r"^# ?", "", token.string)
+            if not has_words(english):
+                continue
+            translated = tr(english)
+            complete = complete and translated is not None
+            if translated is not None:
+                index, column = group[token.start[0] - 1], starts[token.start[0] - 1] + token.start[1]
+                replaced[index] = lines[index][:column] + "# " + " ".join(translated.split("\n"))
+    return replaced, complete
+
+
 def _doc_lines(value: str, tr: Translate) -> str | None:
     """A docstring's value with each paragraph of prose translated (its indentation kept); doctest lines, from a
-    ``>>>`` line to the end of its paragraph, stay as they are. None when a paragraph has no translation."""
+    ``>>>`` line to the end of its paragraph, stay as they are but for their comments (``_doctest_comments``).
+    None when a paragraph or a comment has no translation."""
     lines = value.split("\n")
+    comments, complete = _doctest_comments(lines, tr)
     indent = min((len(x) - len(x.lstrip()) for x in lines[1:] if x.strip()), default=0)
     out: list[str] = []
     prose: list[str] = []
-    in_doctest, complete = False, True
+    in_doctest = False
 
     def flush() -> None:
         nonlocal complete
@@ -112,7 +146,7 @@ def _doc_lines(value: str, tr: Translate) -> str | None:
             continue
         if prose:
             flush()
-        out.append(line)
+        out.append(comments.get(i, line))
     if prose:
         flush()
     return "\n".join(out) if complete else None

@@ -7,7 +7,6 @@ Nothing here runs the sandbox: each path is called where its words are made."""
 from __future__ import annotations
 
 import json
-import re
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,27 +19,7 @@ from course_admin.intake import manifest, submissions
 from course_admin.release.variants import wrong_impls
 from course_lib.provided import check as check_module
 
-WORD = re.compile(r"^[(\[“\"'‘]*[A-Za-z]+[)\]”\"'’,.:;!?]*$")  # a word of letters alone: not code, not a number
-# code spans, and an exception's own text quoted after its type ("RuntimeError: ...", "(BadZipFile: ...)")
-QUOTED = re.compile(r"`[^`]*`|\b[A-Z]\w*?[a-z]\w*?[A-Z]\w*\s*[:：].*$", re.MULTILINE)
-CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")  # Chinese and full-width punctuation end a run
-NAMES = ("The Annotated Transformer",)  # a proper name is no sentence
-
-
-def english_runs(text: str) -> list[str]:
-    """The runs of 3+ English words in ``text``, code spans and quoted exceptions left out."""
-    text = CJK.sub(" | ", QUOTED.sub(" | ", str(text)))  # "|" is no word: what was there ends a run
-    for name in NAMES:
-        text = text.replace(name, " | ")
-    found, run = [], []
-    for token in text.replace("\n", " | ").split() + [""]:  # a line's end ends a run (a usage line, then a name)
-        if token and WORD.match(token):
-            run.append(token)
-            continue
-        if len(run) >= 3:
-            found.append(" ".join(run))
-        run = []
-    return found
+from ..english import english_runs  # the detector, shared with the learner tree's walk (release/)
 
 
 def test_the_detector_finds_a_sentence_and_spares_code() -> None:

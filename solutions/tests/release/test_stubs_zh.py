@@ -1,14 +1,17 @@
 """The learner's stubs in Chinese (course_admin/release/stub_i18n.py): made from the same solution modules as the
 English stubs, with their docstrings, messages and comments translated and nothing else changed; the catalog
 solutions/locale/zh_CN/course_lib.json in sync with the English; a learner tree released with ``--lang zh_CN``
-holding them. Each test calls the generator directly (no release, no install: under a second)."""
+holding them; a doctest's code and output byte for byte the English, its comments translated. Each test calls the
+generator directly (no release, no install: under a second)."""
 from __future__ import annotations
 
 import ast
 import doctest
+import io
 import json
 import re
 import shutil
+import tokenize
 import types
 from pathlib import Path
 
@@ -19,6 +22,8 @@ from course_admin.release import stub_i18n
 from course_admin.release.learner_tree import export_learner_tree, translated_stubs
 from course_admin.release.stubs import ReleaseError, make_stub
 from course_lib.provided.layout import LAYOUT, Layout
+
+from ..english import english_runs, prose_of
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # An English heading ("Example:") or three English words in a row, outside code: "is never attended to".
@@ -45,6 +50,18 @@ def docstrings(source: str) -> list[str]:
             and (doc := ast.get_docstring(node, clean=False)) is not None]
 
 
+def examples(source: str) -> list[list[tuple[str, str]]]:
+    """Each docstring's doctest examples, (code, output), a comment cut from the code (the stubs translate it; what
+    stands before it stays byte for byte)."""
+    def code(text: str) -> str:
+        lines = text.split("\n")
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                lines[token.start[0] - 1] = lines[token.start[0] - 1][:token.start[1]]
+        return "\n".join(lines)
+    return [[(code(e.source), e.want) for e in doctest.DocTestParser().get_examples(d)] for d in docstrings(source)]
+
+
 def load(source: str, name: str) -> types.ModuleType:
     module = types.ModuleType(name)
     exec(compile(source, f"{name}.py", "exec"), module.__dict__)  # noqa: S102 - the stub the course generates
@@ -62,9 +79,8 @@ def test_the_chinese_stub_is_the_english_one_with_only_its_words_changed(module:
     english = make_stub(LAYOUT, LAYOUT.reference / module)
     chinese = make_stub(LAYOUT, LAYOUT.reference / module, "zh_CN")
     assert without_strings(chinese) == without_strings(english), "code, names or values differ"
-    examples = [[(e.source, e.want) for e in doctest.DocTestParser().get_examples(d)] for d in docstrings(english)]
-    assert [[(e.source, e.want) for e in doctest.DocTestParser().get_examples(d)]
-            for d in docstrings(chinese)] == examples, "a doctest line or its output changed"
+    assert examples(chinese) == examples(english), "a doctest line or its output changed"
+    assert not english_runs(prose_of(chinese)), english_runs(prose_of(chinese))  # a doctest's comments too
     for doc in docstrings(chinese):
         prose = [line for line in doc.splitlines() if not re.match(r"\s*(>>>|\.\.\.|tensor|torch\.)", line)]
         english = [line for line in prose if ENGLISH.search(line)]
@@ -155,3 +171,25 @@ def test_a_translation_that_loses_code_a_shape_or_a_number_is_named(root: Path) 
     assert stub_i18n.issues("a mask (batch, seq)", "掩码,形状为 (batch, seq)")[0] == \
         "half-width punctuation after Chinese: '码,'"
     assert stub_i18n.shapes("helpers (checks, data) of shape (d_model,) and (..., V)") == ["(d_model,)", "(..., V)"]
+
+
+def test_a_doctest_comment_is_translated_and_a_planted_english_one_caught(root: Path) -> None:
+    """The comment of a doctest line is a text of the catalog like any other: changed in English, it is untranslated
+    (no Chinese stub is made); a translation left in English reaches the stub, and its prose check finds it."""
+    layout, old = Layout(root), "two reviews, padded with 0"
+    solution = layout.reference / "classifier.py"
+    line = next(x for x in solution.read_text(encoding="utf-8").splitlines() if x.rstrip().endswith(f"# {old}"))
+    assert line.lstrip().startswith(">>> ") and old in stub_i18n.wanted(layout)
+    chinese = make_stub(layout, solution, "zh_CN")
+    translated = stub_i18n.load_catalog(layout, "zh_CN")[old]
+    assert line.replace(f"# {old}", f"# {translated}") in chinese.splitlines(), "code kept, comment translated"
+    new = "two short reviews, padded with 0"
+    solution.write_text(solution.read_text(encoding="utf-8").replace(f"# {old}", f"# {new}"), encoding="utf-8")
+    assert stub_i18n.problems("zh_CN", layout) == [f"untranslated: {new!r}", f"stale (its English is gone): {old!r}"]
+    with pytest.raises(ReleaseError, match=r"classifier\.py: 1 text\(s\) of its stub have no zh_CN translation"):
+        make_stub(layout, solution, "zh_CN")
+    path = stub_i18n.catalog_path(layout, "zh_CN")
+    catalog = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**catalog, new: new}, ensure_ascii=False), encoding="utf-8")  # left in English
+    runs = english_runs(prose_of(make_stub(layout, solution, "zh_CN")))
+    assert len(runs) == 1 and runs[0] in new, runs  # "two short reviews, padded with": the "0" ends the run
