@@ -10,7 +10,7 @@ FORCE ?=
 RUN ?=
 NO_MODEL ?=
 
-.PHONY: install book test test-quick test-book release refs check submit lab clean
+.PHONY: install book pdf test test-quick test-book release refs check submit lab clean
 
 $(BIN)/course: pyproject.toml constraints-cpu.txt
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,12 @@ book: install  ## build the book, English and Chinese, every page executed; warn
 	# with book/locale's translations and the same execution cache (solutions/course_admin/book/editions.py)
 	@$(BIN)/python -m course_admin.book.editions
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html (中文版: file://$(CURDIR)/_build/html/zh/index.html)"
+
+# Chromium prints the pages `make book` built (none runs again), pypdf joins them with a table of contents, page
+# numbers and bookmarks (solutions/course_admin/book/pdf.py); the site publishes them in pdf/ (publish.yml).
+pdf: install  ## after make book: a PDF of each edition, _build/pdf/transformers-from-scratch{,-zh_CN}.pdf
+	@test -f _build/html/index.html -a -f _build/html/zh/index.html || { echo "No built book in _build/html: make book first."; exit 1; }
+	$(BIN)/python -m course_admin.book.pdf
 
 # The test tiers (solutions/course_admin/measure/suite_times.py marks what a test pays for; each run prints where its
 # time went and fails on gross creep: a stage 50% over its budget, a test outside `slow` over 90 s). Two workers
