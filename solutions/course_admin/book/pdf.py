@@ -55,8 +55,11 @@ PRINT_CSS = """
 .bd-container, .bd-container__inner, .bd-page-width, .bd-main, .bd-content, .bd-article-container, .bd-article {
   max-width: 100% !important; margin-left: 0 !important; margin-right: 0 !important; padding-left: 0 !important;
   padding-right: 0 !important; }
-/* no shadow (Chromium prints each as an image): :not(#id) outranks the theme's classes, !important as theirs */
-:not(#course-pdf) { box-shadow: none !important; text-shadow: none !important; }
+/* no shadow (Chromium prints each as an image), no animation (a folded cell's code fades in: printed at 0 opacity);
+   :not(#id) outranks the theme's classes, !important as theirs */
+:not(#course-pdf) { box-shadow: none !important; text-shadow: none !important; animation: none !important;
+  transition: none !important; }
+details.hide > summary { display: none !important; }  /* "Hide code cell source": nothing to click on paper */
 html, body { background: #fff !important; }
 pre, code, .pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 table { max-width: 100%; } td, th { overflow-wrap: anywhere; }
@@ -250,6 +253,7 @@ def build(book: list[Page], out: Path, title: str, contents: str, lang: str, fon
                 raise PdfError(f"{len(stamps)} page numbers printed for {len(writer.pages)} pages")
             for page_object, stamp in zip(writer.pages, stamps):
                 page_object.merge_page(stamp)
+                page_object.compress_content_streams()  # merging leaves the page's drawing uncompressed
             links = _internal_links(writer, starts)
             writer.add_metadata({"/Title": title, "/Creator": "course_admin.book.pdf (Chromium, pypdf)"})
             writer.root_object[NameObject("/Lang")] = TextStringObject(lang)

@@ -117,6 +117,11 @@ def png(size: int = 8) -> bytes:
             + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
+# a folded code cell as myst-nb writes it (its code fades in when unfolded), and a box with a shadow as the theme's
+FOLDED_STYLE = "@keyframes fade { from { opacity: 0; } to { opacity: 1; } } .fade { animation: fade 30s; }"
+FOLDED = '<details class="hide"><summary>Show code</summary><div class="fade"><pre>folded_code_line</pre></div></details>'
+SHADOW_STYLE = ".admonition { box-shadow: 0 3px 8px rgba(0, 0, 0, 0.3) !important; }"
+SHADOW = '<div class="admonition">注意</div>'
 PLANTED = """<!DOCTYPE html><html lang="{lang}"><head><meta charset="utf-8"><style>{style}</style></head><body>
 <nav class="bd-sidebar-primary"><span class="caption-text">Part One</span>NAVIGATION</nav>
 <h1>{title}<a class="headerlink" href="#x">#</a></h1><p>{body}</p></body></html>"""
@@ -127,11 +132,10 @@ def test_a_planted_book(tmp_path: Path) -> None:
     need_poppler()
     (tmp_path / "_images").mkdir()
     (tmp_path / "_images" / "fig.png").write_bytes(png())
-    style = f'@font-face {{ font-family: "Course CJK"; src: url("{cjk_font.FONT.as_uri()}"); }} body {{ font-family: "Course CJK"; }}'
-    (tmp_path / "a.html").write_text(PLANTED.format(lang="en", style="", title="Alpha page", body=(
-        '<img src="_images/fig.png" style="width:40mm" alt="a figure"> ' * 3)),
-        encoding="utf-8")
-    (tmp_path / "b.html").write_text(PLANTED.format(lang="zh-CN", style=style, title="注意力 Beta", body="我爱你" * 900),
+    style = f'@font-face {{ font-family: "Course CJK"; src: url("{cjk_font.FONT.as_uri()}"); }} body {{ font-family: "Course CJK"; }}' + SHADOW_STYLE
+    (tmp_path / "a.html").write_text(PLANTED.format(lang="en", style=FOLDED_STYLE, title="Alpha page", body=(
+        '<img src="_images/fig.png" style="width:40mm" alt="a figure"> ' * 3) + FOLDED), encoding="utf-8")
+    (tmp_path / "b.html").write_text(PLANTED.format(lang="zh-CN", style=style, title="注意力 Beta", body=SHADOW + "我爱你" * 900),
                                      encoding="utf-8")
     (tmp_path / "_toc.yml").write_text("root: a\nparts:\n  - caption: P\n    chapters:\n      - file: b\n",
                                        encoding="utf-8")
@@ -141,7 +145,10 @@ def test_a_planted_book(tmp_path: Path) -> None:
     done = pdf.build(book, out, "Planted", "Contents", "zh-CN", cjk_font.FONT)
     assert done["pages"] == len(page_texts(out)) >= 3 and done["bytes"] == out.stat().st_size
     assert problems(out, book) == []
-    assert "NAVIGATION" not in "".join(page_texts(out))  # the theme's navigation is not printed
+    text = "".join(page_texts(out))
+    assert "NAVIGATION" not in text  # the theme's navigation is not printed
+    assert "folded_code_line" in text and "Showcode" not in text  # a folded cell: its code shown, not its fold
+    assert image_pages(out) == {2}  # the figure; not the shadow of Beta's box (Chromium prints one as an image)
     assert any(embedded and name.endswith(CJK_FONT) for name, embedded in fonts(out).items())
     # each check finds what is missing
     gone = pdf.Page(tmp_path / "b.html", "Gamma", None)
