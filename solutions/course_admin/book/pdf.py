@@ -43,6 +43,8 @@ TOC = REPO_ROOT / "_toc.yml"
 # edition -> (file name, folder inside the built html, <html lang>, the book's title, "Contents")
 EDITIONS = {"en": ("transformers-from-scratch.pdf", "", "en", "Transformers from Scratch", "Contents"),
             "zh_CN": ("transformers-from-scratch-zh_CN.pdf", "zh", "zh-CN", "从零实现 Transformer", "目录")}
+# The parts' captions where the edition's navigation shows them in English (the Chinese sidebar does, today)
+CAPTIONS = {"zh_CN": {"Chapters": "章节", "Appendices": "附录"}}
 MARGIN = {"top": "16mm", "bottom": "18mm", "left": "14mm", "right": "14mm"}
 FORMAT = "A4"
 
@@ -51,7 +53,8 @@ FORMAT = "A4"
 PRINT_CSS = """
 .bd-header, .bd-header-announcement, .bd-sidebar-primary, .bd-sidebar-secondary, .bd-footer, .bd-footer-article,
 .bd-footer-content, .prev-next-area, .header-article, .header-article-items, .skip-link, #pst-back-to-top,
-.course-edition, .course-versions, .headerlink, .copybtn, .toggle-details__summary, .search-button-field { display: none !important; }
+.course-edition, .course-versions, .headerlink, .copybtn, .toggle-details__summary, .search-button-field {
+  display: none !important; }
 .bd-container, .bd-container__inner, .bd-page-width, .bd-main, .bd-content, .bd-article-container, .bd-article {
   max-width: 100% !important; margin-left: 0 !important; margin-right: 0 !important; padding-left: 0 !important;
   padding-right: 0 !important; }
@@ -121,15 +124,16 @@ def part_captions(root_page: Path) -> list[str]:
     return [" ".join(html_lib.unescape(c).split()) for c in re.findall(r'class="caption-text">([^<]*)<', text)]
 
 
-def pages(edition_html: Path, toc: Path = TOC) -> list[Page]:
-    """Every page of the edition built in ``edition_html``, in the table of contents' order."""
+def pages(edition_html: Path, toc: Path = TOC, captions: dict[str, str] | None = None) -> list[Page]:
+    """Every page of the edition built in ``edition_html``, in the table of contents' order; ``captions`` names a
+    part in the edition's language where its navigation does not."""
     entries = toc_entries(toc)
     paths = [edition_html / f"{docname}.html" for _, docname in entries]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise PdfError(f"not built: {', '.join(missing)} (make book)")
-    captions = part_captions(paths[0])
-    return [Page(path, heading(path), None if part is None else (captions[part] if part < len(captions) else None))
+    shown = [(captions or {}).get(caption, caption) for caption in part_captions(paths[0])]
+    return [Page(path, heading(path), None if part is None else (shown[part] if part < len(shown) else None))
             for (part, _), path in zip(entries, paths)]
 
 
@@ -198,10 +202,35 @@ def _internal_links(writer: Any, starts: dict[Path, int]) -> int:
     return count
 
 
-def build(book: list[Page], out: Path, title: str, contents: str, lang: str, font: Path | None = None) -> dict:
-    """Print ``book`` (its pages in order) to one PDF at ``out``; returns its pages, size and seconds."""
-    from playwright.sync_api import sync_playwright
+def _stamp_and_join(work: Path, book: list[Page]) -> tuple[Any, dict[Path, int]]:
+    """The front page and the printed pages joined, each stamped with its number, with the outline (a part's
+    pages under it); returns the writer and where each page of the book starts (0-based)."""
     from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    writer.append(str(work / "front.pdf"), import_outline=False)
+    starts: dict[Path, int] = {}
+    parts: dict[str, Any] = {}
+    for index, page in enumerate(book):
+        start = starts[page.path.resolve()] = len(writer.pages)
+        writer.append(str(work / f"{index:03}.pdf"), import_outline=False)
+        if page.part and page.part not in parts:
+            parts[page.part] = writer.add_outline_item(title=page.part, page_number=start)
+        writer.add_outline_item(title=page.title, page_number=start, parent=parts.get(page.part or ""))
+    stamps = PdfReader(work / "numbers.pdf").pages
+    if len(stamps) != len(writer.pages):
+        raise PdfError(f"{len(stamps)} page numbers printed for {len(writer.pages)} pages")
+    for page_object, stamp in zip(writer.pages, stamps):
+        page_object.merge_page(stamp)
+        page_object.compress_content_streams()  # merging leaves the page's drawing uncompressed
+    return writer, starts
+
+
+def build(book: list[Page], out: Path, title: str, contents: str, lang: str, font: Path | None = None) -> dict:
+    """Print ``book`` (its pages in order) to one PDF at ``out``; returns its pages, size, seconds and the links
+    between its pages."""
+    from playwright.sync_api import sync_playwright
+    from pypdf import PdfReader
     from pypdf.generic import NameObject, TextStringObject
 
     start = time.perf_counter()
@@ -211,7 +240,7 @@ def build(book: list[Page], out: Path, title: str, contents: str, lang: str, fon
         browser = pw.chromium.launch(executable_path=browser_check.chromium(), args=browser_check.CHROMIUM_FLAGS)
         try:
             context = browser.new_context()
-            # routes: nothing leaves the machine (the book loads nothing from the internet)
+            # nothing leaves the machine (the book loads nothing from the internet)
             context.route("**/*", lambda r, _q=None: r.continue_() if r.request.url.startswith(
                 ("file:", "data:", "blob:", "about:")) else r.abort())
             counts = []
@@ -229,40 +258,22 @@ def build(book: list[Page], out: Path, title: str, contents: str, lang: str, fon
             else:
                 raise PdfError("the table of contents does not settle on a length")
             total = first + sum(counts)
-            blank = work / "numbers.html"
+            blank = work / "numbers.html"  # as many blank pages as the book, each with its number at its foot
             blank.write_text("<!DOCTYPE html><html><body><div>&nbsp;</div>"
                              + '<div style="break-before: page">&nbsp;</div>' * (total - 1) + "</body></html>",
                              encoding="utf-8")
             _print(context, blank.as_uri(), work / "numbers.pdf", css="", display_header_footer=True,
                    header_template="<span></span>", footer_template=FOOTER, print_background=False)
-            writer = PdfWriter()
-            writer.append(str(work / "front.pdf"), import_outline=False)
-            starts: dict[Path, int] = {}
-            parts: dict[str, Any] = {}
-            for index, page in enumerate(book):
-                starts[page.path.resolve()] = len(writer.pages)
-                writer.append(str(work / f"{index:03}.pdf"), import_outline=False)
-                parent = None
-                if page.part:
-                    if page.part not in parts:
-                        parts[page.part] = writer.add_outline_item(title=page.part, page_number=starts[page.path.resolve()])
-                    parent = parts[page.part]
-                writer.add_outline_item(title=page.title, page_number=starts[page.path.resolve()], parent=parent)
-            stamps = PdfReader(work / "numbers.pdf").pages
-            if len(stamps) != len(writer.pages):
-                raise PdfError(f"{len(stamps)} page numbers printed for {len(writer.pages)} pages")
-            for page_object, stamp in zip(writer.pages, stamps):
-                page_object.merge_page(stamp)
-                page_object.compress_content_streams()  # merging leaves the page's drawing uncompressed
-            links = _internal_links(writer, starts)
-            writer.add_metadata({"/Title": title, "/Creator": "course_admin.book.pdf (Chromium, pypdf)"})
-            writer.root_object[NameObject("/Lang")] = TextStringObject(lang)
-            writer.page_mode = "/UseOutlines"
-            writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
-            with out.open("wb") as handle:
-                writer.write(handle)
         finally:
             browser.close()
+        writer, starts = _stamp_and_join(work, book)
+    links = _internal_links(writer, starts)
+    writer.add_metadata({"/Title": title, "/Creator": "course_admin.book.pdf (Chromium, pypdf)"})
+    writer.root_object[NameObject("/Lang")] = TextStringObject(lang)
+    writer.page_mode = "/UseOutlines"
+    writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
+    with out.open("wb") as handle:
+        writer.write(handle)
     return {"pages": total, "bytes": out.stat().st_size, "seconds": time.perf_counter() - start, "links": links}
 
 
@@ -271,8 +282,8 @@ def build_edition(edition: str, html: Path = HTML, out: Path = OUT) -> dict:
     name, folder, lang, title, contents = EDITIONS[edition]
     edition_html = html / folder if folder else html
     font = edition_html / "_static" / "fonts" / "course-cjk.ttf"
-    return {"path": out / name, **build(pages(edition_html), out / name, title, contents, lang,
-                                        font if font.is_file() else None)}
+    book = pages(edition_html, captions=CAPTIONS.get(edition))
+    return {"path": out / name, **build(book, out / name, title, contents, lang, font if font.is_file() else None)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -119,7 +119,8 @@ def png(size: int = 8) -> bytes:
 
 # a folded code cell as myst-nb writes it (its code fades in when unfolded), and a box with a shadow as the theme's
 FOLDED_STYLE = "@keyframes fade { from { opacity: 0; } to { opacity: 1; } } .fade { animation: fade 30s; }"
-FOLDED = '<details class="hide"><summary>Show code</summary><div class="fade"><pre>folded_code_line</pre></div></details>'
+FOLDED = ('<details class="hide"><summary>Show code</summary>'
+          '<div class="fade"><pre>folded_code_line</pre></div></details>')
 SHADOW_STYLE = ".admonition { box-shadow: 0 3px 8px rgba(0, 0, 0, 0.3) !important; }"
 SHADOW = '<div class="admonition">注意</div>'
 PLANTED = """<!DOCTYPE html><html lang="{lang}"><head><meta charset="utf-8"><style>{style}</style></head><body>
@@ -132,15 +133,17 @@ def test_a_planted_book(tmp_path: Path) -> None:
     need_poppler()
     (tmp_path / "_images").mkdir()
     (tmp_path / "_images" / "fig.png").write_bytes(png())
-    style = f'@font-face {{ font-family: "Course CJK"; src: url("{cjk_font.FONT.as_uri()}"); }} body {{ font-family: "Course CJK"; }}' + SHADOW_STYLE
+    style = (f'@font-face {{ font-family: "Course CJK"; src: url("{cjk_font.FONT.as_uri()}"); }} '
+             'body { font-family: "Course CJK"; } ' + SHADOW_STYLE)
     (tmp_path / "a.html").write_text(PLANTED.format(lang="en", style=FOLDED_STYLE, title="Alpha page", body=(
         '<img src="_images/fig.png" style="width:40mm" alt="a figure"> ' * 3) + FOLDED), encoding="utf-8")
-    (tmp_path / "b.html").write_text(PLANTED.format(lang="zh-CN", style=style, title="注意力 Beta", body=SHADOW + "我爱你" * 900),
-                                     encoding="utf-8")
+    (tmp_path / "b.html").write_text(PLANTED.format(lang="zh-CN", style=style, title="注意力 Beta",
+                                                    body=SHADOW + "我爱你" * 900), encoding="utf-8")
     (tmp_path / "_toc.yml").write_text("root: a\nparts:\n  - caption: P\n    chapters:\n      - file: b\n",
                                        encoding="utf-8")
     book = pdf.pages(tmp_path, tmp_path / "_toc.yml")
     assert [(p.title, p.part) for p in book] == [("Alpha page", None), ("注意力 Beta", "Part One")]
+    assert pdf.pages(tmp_path, tmp_path / "_toc.yml", {"Part One": "第一部分"})[1].part == "第一部分"
     out = tmp_path / "book.pdf"
     done = pdf.build(book, out, "Planted", "Contents", "zh-CN", cjk_font.FONT)
     assert done["pages"] == len(page_texts(out)) >= 3 and done["bytes"] == out.stat().st_size
@@ -155,7 +158,8 @@ def test_a_planted_book(tmp_path: Path) -> None:
     assert problems(out, [gone]) == ["Gamma: not in the outline"]
     figure_on_b = [book[0], pdf.Page(book[1].path, book[1].title, None)]
     (tmp_path / "b.html").write_text('<img src="_images/fig.png">', encoding="utf-8")
-    assert problems(out, figure_on_b) == [f"注意力 Beta: a figure in its HTML, no image on its pages 3-{done['pages']}"]
+    assert problems(out, figure_on_b) == [
+        f"注意力 Beta: a figure in its HTML, no image on its pages 3-{done['pages']}"]
     short = tmp_path / "short.pdf"
     from pypdf import PdfReader, PdfWriter
     writer = PdfWriter()
@@ -163,8 +167,8 @@ def test_a_planted_book(tmp_path: Path) -> None:
     writer.write(short)
     assert any("no page number" in p for p in problems(short, book[:1]))
     # a formula MathJax did not render stops the PDF
-    (tmp_path / "c.html").write_text(PLANTED.format(lang="en", style="", title="Math", body='<span class="math">x</span>'),
-                                     encoding="utf-8")
+    (tmp_path / "c.html").write_text(PLANTED.format(lang="en", style="", title="Math",
+                                                    body='<span class="math">x</span>'), encoding="utf-8")
     with pytest.raises(pdf.PdfError, match="1 formula"):
         pdf.build([pdf.Page(tmp_path / "c.html", "Math", None)], tmp_path / "c.pdf", "Planted", "Contents", "en")
 
