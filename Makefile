@@ -56,10 +56,10 @@ book: install  ## build the book, English and Chinese, every page executed; warn
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html (中文版: file://$(CURDIR)/_build/html/zh/index.html)"
 
 # Chromium prints the pages `make book` built (none runs again), pypdf joins them with a table of contents, page
-# numbers and bookmarks (solutions/course_admin/book/pdf.py); the site publishes them in pdf/ (publish.yml).
+# numbers and bookmarks (solutions/course_admin/publish/pdf.py); the site publishes them in pdf/ (publish.yml).
 pdf: install  ## after make book: a PDF of each edition, _build/pdf/transformers-from-scratch{,-zh_CN}.pdf
 	@test -f _build/html/index.html -a -f _build/html/zh/index.html || { echo "No built book in _build/html: make book first."; exit 1; }
-	$(BIN)/python -m course_admin.book.pdf
+	$(BIN)/python -m course_admin.publish.pdf
 
 # The test tiers (solutions/course_admin/measure/suite_times.py marks what a test pays for; each run prints where its
 # time went and fails on gross creep: a stage 50% over its budget, a test outside `slow` over 90 s). Two workers

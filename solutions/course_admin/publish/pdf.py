@@ -15,14 +15,18 @@ prints what it built, so the PDFs show the same outputs, figures and formulas as
 
 The Chinese edition's pages draw Chinese with the book's own font (``_static/fonts/course-cjk.ttf``, cjk.css),
 which Chromium embeds (``pdffonts``). solutions/tests/book/test_pdf.py reads the PDFs back (pdftotext, pdfimages).
+Here, not in course_admin/book/ (at its twelve modules), as what publish.yml publishes beside the site; it imports
+nothing of course_admin (publish/'s rule) and runs after ``make install`` (Playwright, pypdf: the dev extra).
 
-    .venv/bin/python -m course_admin.book.pdf [--html _build/html] [--out _build/pdf] [--edition en|zh_CN]
+    .venv/bin/python -m course_admin.publish.pdf [--html _build/html] [--out _build/pdf] [--edition en|zh_CN]
 """
 from __future__ import annotations
 
 import argparse
 import html as html_lib
+import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -35,7 +39,6 @@ import yaml
 
 from course_lib.provided.layout import REPO_ROOT
 
-from . import browser_check, cjk_font
 
 HTML = REPO_ROOT / "_build" / "html"
 OUT = REPO_ROOT / "_build" / "pdf"
@@ -82,8 +85,17 @@ READY = r"""async () => {
   const math = [...document.querySelectorAll('.math')].filter(e => !e.querySelector('mjx-container')).length;
   return {math: math, merror: document.querySelectorAll('mjx-merror').length};
 }"""
+# Debian's Chromium as the browser test drives it (course_admin/book/browser_check.py, which this folder may not
+# import: publish/'s docstring)
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 FOOTER = ('<div style="width:100%;text-align:center;font-size:9px;color:#555;font-family:sans-serif">'
           '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
+
+
+def chromium() -> str | None:
+    """Debian's Chromium ($CHROMIUM or on the PATH), or None."""
+    return os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 class PdfError(RuntimeError):
@@ -139,8 +151,7 @@ def pages(edition_html: Path, toc: Path = TOC, captions: dict[str, str] | None =
 
 def front_html(title: str, contents: str, rows: list[tuple[Page, int]], font: Path | None, lang: str) -> str:
     """The front page: the title and the table of contents (each page's title, its page number)."""
-    face = (f'@font-face {{ font-family: "Course CJK"; src: url("{font.as_uri()}"); '
-            f'unicode-range: {cjk_font.UNICODE_RANGE}; }}' if font else "")
+    face = f'@font-face {{ font-family: "Course CJK"; src: url("{font.as_uri()}"); }}' if font else ""
     items, part = [], object()
     for page, number in rows:
         if page.part != part and page.part:
@@ -238,7 +249,7 @@ def build(book: list[Page], out: Path, title: str, contents: str, lang: str, fon
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch, sync_playwright() as pw:
         work = Path(scratch)
-        browser = pw.chromium.launch(executable_path=browser_check.chromium(), args=browser_check.CHROMIUM_FLAGS)
+        browser = pw.chromium.launch(executable_path=chromium(), args=CHROMIUM_FLAGS)
         try:
             context = browser.new_context()
             # nothing leaves the machine (the book loads nothing from the internet)
@@ -269,7 +280,7 @@ def build(book: list[Page], out: Path, title: str, contents: str, lang: str, fon
             browser.close()
         writer, starts = _stamp_and_join(work, book)
     links = _internal_links(writer, starts)
-    writer.add_metadata({"/Title": title, "/Creator": "course_admin.book.pdf (Chromium, pypdf)"})
+    writer.add_metadata({"/Title": title, "/Creator": "course_admin.publish.pdf (Chromium, pypdf)"})
     writer.root_object[NameObject("/Lang")] = TextStringObject(lang)
     writer.page_mode = "/UseOutlines"
     writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
@@ -288,13 +299,13 @@ def build_edition(edition: str, html: Path = HTML, out: Path = OUT) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m course_admin.book.pdf", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m course_admin.publish.pdf", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--html", type=Path, default=HTML, help="the built book (make book): %(default)s")
     parser.add_argument("--out", type=Path, default=OUT, help="where the PDFs go: %(default)s")
     parser.add_argument("--edition", choices=sorted(EDITIONS), action="append", help="one edition (default: both)")
     args = parser.parse_args(argv)
-    if browser_check.chromium() is None:
+    if chromium() is None:
         print("pdf: no Chromium (apt-get install chromium, or set $CHROMIUM)", file=sys.stderr)
         return 1
     for edition in args.edition or list(EDITIONS):

@@ -1,4 +1,4 @@
-"""The PDF of each edition (course_admin/book/pdf.py) read back with poppler's tools: every page of the book
+"""The PDF of each edition (course_admin/publish/pdf.py) read back with poppler's tools: every page of the book
 starts where the outline says, with its title (pdftotext); the table of contents gives each title its page
 number; every page carries its number; each page with a figure has an image there (pdfimages); every font is
 embedded, the Chinese edition's CJK font among them (pdffonts).
@@ -17,7 +17,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from course_admin.book import cjk_font, pdf
+from course_admin.book import cjk_font
+from course_admin.publish import pdf
 
 from .built_book import BOOK, need, need_browser
 
