@@ -70,11 +70,14 @@ def chapter_table(root: Path, book_url: str | None = None, lang: str = "en") -> 
 
 
 def book_line(book_url: str | None, lang: str = "en") -> str:
+    """The README's line on where the book is: its site and, beside it (publish.yml's pdf/), the edition's PDF."""
     if lang != "en":
-        return (f"本书的中文版在 <{book_url.rstrip('/')}/zh/>；下表链接了每一章的页面。" if book_url
+        return (f"本书的中文版在 <{book_url.rstrip('/')}/zh/>；下表链接了每一章的页面。离线阅读可下载"
+                f"[全书的 PDF]({book_url.rstrip('/')}/pdf/transformers-from-scratch-zh_CN.pdf)。" if book_url
                 else "本书在网上发布；网址由你的教师提供。")
     if book_url:
-        return f"The book is at <{book_url}>; each chapter's page is linked in the table below."
+        return (f"The book is at <{book_url}>; each chapter's page is linked in the table below. To read it offline: "
+                f"[the whole book as a PDF]({book_url.rstrip('/')}/pdf/transformers-from-scratch.pdf).")
     return "The book is online; your instructor gives you its address."
 
 

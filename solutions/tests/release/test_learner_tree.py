@@ -211,6 +211,12 @@ def test_the_readme_points_to_the_book() -> None:
         assert f"| {chapter.number} | [{chapter.title}]({url}/book/{chapter.page}.html) |" in linked
     unlinked = own_version(REPO_ROOT, "README.md")
     assert "your instructor gives you its address" in unlinked and "](http" not in unlinked
+    # each edition's README links its own edition's PDF, where publish.yml puts it (course_admin/publish/pdf.py)
+    from course_admin.publish import pdf
+    for lang, edition in (("en", "en"), ("zh_CN", "zh_CN")):
+        readme = own_version(REPO_ROOT, "README.md", url + "/", lang)
+        assert f"]({url}/pdf/{pdf.EDITIONS[edition][0]})" in readme, lang
+        assert "/pdf/" not in own_version(REPO_ROOT, "README.md", None, lang)
 
 
 def test_the_readme_lists_the_capstone_commands_with_measured_times() -> None:
