@@ -74,7 +74,7 @@ TEST_BUDGET ?= 2400
 QUICK_BUDGET ?= 120
 BOOK_TEST_BUDGET ?= 600
 
-test: install  ## the whole suite but the built book's tests (what CI runs); about 40 minutes on 2 cores
+test: install  ## the whole suite but the built book's tests (what CI runs); about 20 minutes on 2 cores
 	$(BIN)/python -m pytest $(XDIST) -m "not book" --stage test --stage-budget $(TEST_BUDGET) --times-json _build/test-times/test.json
 
 test-quick: install  ## the quick loop: the chapters' checks, the reference, release sync, units; about 2 minutes
