@@ -166,7 +166,8 @@ def common_options() -> argparse.ArgumentParser:
     common.add_argument("--lr", type=float, help=_("peak learning rate (warmup, then cosine decay)"))
     common.add_argument("--eval-every", type=int, help=_("evaluate and checkpoint every N steps"))
     common.add_argument("--seed", type=int, default=0)
-    common.add_argument("--device", help=_("cpu, cuda, cuda:1, ... (default: cuda if present, else cpu)"))
+    common.add_argument("--device", help=_("cpu, cuda, cuda:1, mps, ... (default: cuda if present, else mps on a Mac "
+                                           "that has it, else cpu)"))
     common.add_argument("--compile", action="store_true", help=_("torch.compile the model"))
     common.add_argument("--threads", type=int, help=_(
         "CPU threads for torch (default: 1 on a CPU, or the count of the run being resumed; saved with the run)"))
