@@ -159,10 +159,11 @@ def main(argv: list[str] | None = None) -> int:
           + "\n" + _("checked: {folder}").format(folder=where) + "\n")
     if note:
         print("\n".join(_wrap(note + _(" (It concerns the failed checks that run that code, which say so below; "
-                                       "`make check CH={chapter}` shows what is wrong there.)").format(
+                                       "`make check CH={chapter}` (or `course check ch{chapter}`) shows what is "
+                                       "wrong there.)").format(
                                            chapter=min(failing)), 100)) + "\n")
     print(table(results))
     if earned == possible:
-        print("\n" + _("All public checks pass. Hand in with `make submit CH={chapter}`; your instructor also "
-                       "grades hidden cases.").format(chapter=number))
+        print("\n" + _("All public checks pass. Hand in with `make submit CH={chapter}` (or `course submit "
+                       "ch{chapter}`); your instructor also grades hidden cases.").format(chapter=number))
     return 0 if earned == possible else 1

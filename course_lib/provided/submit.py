@@ -189,7 +189,8 @@ def _report(number: str, notebook: Path | None, quiet: bool) -> None:
     """The public score and what looks unfinished, printed before anything is packed."""
     if not quiet:
         earned, possible, failed = preflight.public_score(number)
-        tail = _("all pass") if not failed else _("{failed} fail: `make check CH={number}` says why").format(
+        tail = _("all pass") if not failed else _("{failed} fail: `make check CH={number}` (or `course check "
+                                                  "ch{number}`) says why").format(
             failed=failed, number=number)
         print(_("public checks of chapter {number}: {earned}/{possible} points ({tail}); your instructor also grades "
                 "hidden cases").format(number=number, earned=f"{earned:g}", possible=f"{possible:g}", tail=tail))
@@ -201,7 +202,7 @@ def _target(out: Path, name: str, suffix: str, force: bool) -> Path:
     target = out / f"{name}{suffix}"
     if target.exists() and not force:
         raise SubmitError(_("{path} exists already: hand that one in, or replace it with --force "
-                            "(`make submit CH=.. FORCE=1`)").format(path=target))
+                            "(`make submit CH=.. FORCE=1`, or `course submit ch.. --force`)").format(path=target))
     return target
 
 
