@@ -11,7 +11,8 @@ without the instructor's tools, and `make check`, `make submit`, `make lab`, `ma
 
 The README's placeholders are filled here: ``{book}`` (the book's address, ``--book-url``, or that the
 instructor gives it), ``{chapter_table}`` (from the syllabus; titles link to their pages when the address is
-known) and ``{capstone_runs}`` (capstone_times.py's record).
+known, and each exercise has its Colab, Binder and JupyterHub links when _config.yml names the repository too, as
+the publishing workflow sets it: the book's exercise buttons, book/launch_buttons.py) and ``{capstone_runs}`` (capstone_times.py's record).
 """
 from __future__ import annotations
 
@@ -19,25 +20,27 @@ import hashlib
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 from course_lib.provided import i18n
 from course_lib.provided.layout import Layout
 from course_lib.provided.syllabus import SYLLABUS
 
+from ..book import launch_buttons
 from . import capstone_times, stub_i18n
 from .stubs import ReleaseError, make_stub
 
 # What learners never receive: the instructor's material, the project's own CI, and the book's sources
 # (the book executes the reference implementation; learners read the published book instead).
-INSTRUCTOR_ONLY = ("solutions/", ".ci/", "nbgrader_config.py", "book/", "_config.yml", "_toc.yml",
+INSTRUCTOR_ONLY = ("solutions/", ".ci/", ".github/", "nbgrader_config.py", "book/", "_config.yml", "_toc.yml",
                    "exercises_")  # exercises_<lang>/: a tree in that language has them as its exercises/
 # Files the learner's folder has in its own version (solutions/learner/<name>).
 OWN_VERSION = ("README.md", "pyproject.toml", "Makefile", "AGENTS.md")  # AGENTS.md: the AI assistants' policy
 # What `--lang` adds to the learner's pyproject.toml: the language i18n.py reads.
 LANGUAGE_SETTING = ("\n[tool.course]\n# the language of what `course check`, check() and `make submit` say "
                     "(course_lib/provided/i18n.py; COURSE_LANG overrides it)\nlanguage = \"{lang}\"\n")
-TABLE_WORDS = {"en": ("chapter", "you implement", "status", "**ready**", "coming"),
-               "zh_CN": ("章", "你要实现的内容", "状态", "**已就绪**", "即将推出")}
+TABLE_WORDS = {"en": ("chapter", "you implement", "status", "**ready**", "coming", "open the exercise"),
+               "zh_CN": ("章", "你要实现的内容", "状态", "**已就绪**", "即将推出", "在线打开练习")}
 
 
 def learner_files(root: Path) -> list[str]:
@@ -56,16 +59,47 @@ def page_url(book_url: str, page: str, lang: str = "en") -> str:
     return f"{book_url.rstrip('/')}/{'zh/' if lang != 'en' else ''}book/{page}.html"
 
 
+def launch_settings(root: Path, lang: str = "en") -> SimpleNamespace | None:
+    """The book's launch settings in ``root``/_config.yml (the publishing workflow sets them: publish/bookconfig.py),
+    as launch_buttons reads them; None while the repository's URL is empty (the offline book, links nowhere)."""
+    import yaml
+
+    path = root / "_config.yml"
+    config = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}) if path.is_file() else {}
+    sphinx = (config.get("sphinx") or {}).get("config") or {}
+    if not (sphinx.get("course_repository_url") or "").strip():
+        return None
+    return SimpleNamespace(course_repository_url=sphinx["course_repository_url"].strip().rstrip("/"),
+                           course_launch_branch=sphinx.get("course_launch_branch") or "gh-pages",
+                           course_source_branch=sphinx.get("course_source_branch") or "main",
+                           course_jupyterhub_url=sphinx.get("course_jupyterhub_url") or "", language=lang)
+
+
+def exercise_launch(settings: SimpleNamespace, name: str) -> str:
+    """The links that open exercise ``name`` (Colab, Binder, a JupyterHub), as the chapter's page has them."""
+    path = f"{launch_buttons.version_prefix(settings)}_launch/exercises/{name}.ipynb"
+    links = launch_buttons.links_to(settings.course_repository_url, settings.course_launch_branch,
+                                    settings.course_jupyterhub_url, path)
+    return " · ".join(f"[{link['text']}]({link['url']})" for link in links)
+
+
 def chapter_table(root: Path, book_url: str | None = None, lang: str = "en") -> str:
     """The chapters as the learner's README lists them: number, title (a link to its page when the book's
-    address is known; in Chinese, to the Chinese edition's), what to implement, ready or coming."""
+    address is known; in Chinese, to the Chinese edition's), what to implement, ready or coming; with the book's
+    address and its repository (_config.yml: ``launch_settings``), the links that open each exercise."""
     layout = Layout(root)
     words = TABLE_WORDS[lang]
-    rows = [f"| NN | {words[0]} | {words[1]} | {words[2]} |", "|---|---|---|---|"]
+    launch = launch_settings(root, lang) if book_url else None
+    more = (f" {words[5]} |", "---|") if launch else ("", "")
+    rows = [f"| NN | {words[0]} | {words[1]} | {words[2]} |{more[0]}", f"|---|---|---|---|{more[1]}"]
     for c in SYLLABUS:
         name = i18n.catalog(lang).get(c.title, c.title)
         title = f"[{name}]({page_url(book_url, c.page, lang)})" if book_url and c.ready(layout) else name
-        rows.append(f"| {c.number} | {title} | {c.implements} | {words[3] if c.ready(layout) else words[4]} |")
+        row = f"| {c.number} | {title} | {c.implements} | {words[3] if c.ready(layout) else words[4]} |"
+        exercise = layout.exercise_name(c.number)
+        if launch:
+            row += f" {exercise_launch(launch, exercise) if exercise and c.ready(layout) else ''} |"
+        rows.append(row)
     return "\n".join(rows)
 
 

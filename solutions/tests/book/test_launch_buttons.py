@@ -17,6 +17,7 @@ from course_lib.provided.layout import REPO_ROOT
 
 REPO = "https://github.com/example-org/transformers-from-scratch"
 HUB = "https://hub.example.edu"
+SITE = "https://example-org.github.io/transformers-from-scratch/"
 PAGE = """---
 jupytext:
   text_representation:
@@ -63,8 +64,14 @@ def test_the_books_setting_is_empty_by_default() -> None:
 
 @pytest.mark.slow
 def test_links_when_set_and_none_when_not(tmp_path: Path) -> None:
-    html = build(tmp_path / "with", {"course_repository_url": REPO, "course_jupyterhub_url": HUB})
+    html = build(tmp_path / "with", {"course_repository_url": REPO, "course_jupyterhub_url": HUB,
+                                     "html_baseurl": SITE})
     page = (html / "book" / "02_attention.html").read_text(encoding="utf-8")
+    # the chapter's exercise too (solutions/tests/publish/test_learner.py: the links' form, the notebook run offline)
+    assert ("https://colab.research.google.com/github/example-org/transformers-from-scratch/blob/gh-pages/"
+            "_launch/exercises/ch02_attention.ipynb") in page
+    exercise = json.loads((html / "_launch" / "exercises" / "ch02_attention.ipynb").read_text(encoding="utf-8"))
+    assert f'"{SITE}learner/transformers-from-scratch-learner.zip"' in "".join(exercise["cells"][0]["source"])
     assert ("https://colab.research.google.com/github/example-org/transformers-from-scratch/blob/gh-pages/"
             "_launch/02_attention.ipynb") in page
     assert ("https://mybinder.org/v2/gh/example-org/transformers-from-scratch/gh-pages?urlpath=lab/tree/"
@@ -84,4 +91,4 @@ def test_links_when_set_and_none_when_not(tmp_path: Path) -> None:
         page = (html / "book" / f"{name}.html").read_text(encoding="utf-8")
         assert "42" in page  # the page was built and executed
         assert not [s for s in SERVICES if s in page], "a launch link in the offline book"
-    assert not (html / "_launch").exists()
+    assert not (html / "_launch").exists()  # neither the pages' notebooks nor the exercises'
