@@ -33,8 +33,8 @@ AXE_VERSION = "4.10.3"  # the same pin as the Makefile's
 VIEWS = {**{label: (size, "light") for label, size in browser_check.VIEWPORTS.items()},
          "desktop dark": (browser_check.VIEWPORTS["desktop"], "dark")}
 # pages checked at once, each in its own renderer process: the cores, shared out between the pytest-xdist workers
-# (make test-book runs the two editions side by side on two cores: one page each). Measured: an edition took
-# 352-377 s so in the working checkout and 396-400 s in a clean clone, where two pages at once took 390-398 s.
+# (make test-book's two workers each check one edition in one view at a time: one page each). Measured: an edition
+# in its three views took 352-400 s so; two pages at once were no faster.
 WORKERS = max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))
 IMPACTS = ("serious", "critical")
 ALWAYS = ("heading-order", "region")
@@ -121,7 +121,7 @@ async def _check_view(browser, label: str, html: Path, paths: list[Path], script
     return found
 
 
-async def _check_all(html: Path, paths: list[Path], script: Path) -> dict[str, list[str]]:
+async def _check_all(html: Path, paths: list[Path], script: Path, views: list[str]) -> dict[str, list[str]]:
     from playwright.async_api import async_playwright
 
     found: dict[str, list[str]] = {}
@@ -129,19 +129,23 @@ async def _check_all(html: Path, paths: list[Path], script: Path) -> dict[str, l
         browser = await pw.chromium.launch(executable_path=browser_check.chromium(),
                                            args=browser_check.CHROMIUM_FLAGS)
         try:
-            for label in VIEWS:
+            for label in views:
                 found |= await _check_view(browser, label, html, paths, script)
         finally:
             await browser.close()
     return dict(sorted(found.items()))
 
 
-def check_pages(html: Path, only: list[Path] | None = None) -> dict[str, list[str]]:
-    """{"page [view]": the reported violations} for every page of ``html`` (or ``only``) in each view of VIEWS;
-    a redirect page (index.html) is left out."""
+def check_pages(html: Path, only: list[Path] | None = None, views: list[str] | None = None) -> dict[str, list[str]]:
+    """{"page [view]": the reported violations} for every page of ``html`` (or ``only``) in each view of VIEWS
+    (or of ``views``, labels of VIEWS: a test may check one view a worker); a redirect page (index.html) is left
+    out."""
+    unknown = sorted(set(views or ()) - set(VIEWS))
+    if unknown:
+        raise ValueError(f"no such view {unknown}: the views are {sorted(VIEWS)}")
     script = axe_js()
     if script is None:
         raise FileNotFoundError("axe-core is not installed (make install: npm install --prefix .a11y axe-core)")
     html = html.resolve()
     paths = [p.resolve() for p in (only or browser_check.pages(html)) if not browser_check.redirect_of(p)]
-    return asyncio.run(_check_all(html, paths, script))
+    return asyncio.run(_check_all(html, paths, script, list(views or VIEWS)))
