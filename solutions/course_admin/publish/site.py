@@ -31,8 +31,9 @@ VERSIONS = "versions.json"
 SWITCH_DIR = "_version"
 START, END = "<!-- course-version-switch -->", "<!-- /course-version-switch -->"
 TAG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-# names a tag may not take: the editions' and the root's own entries
-RESERVED = {MAIN, "zh", "index.html", VERSIONS, "versions.html"}
+# names a tag may not take: the editions' and the root's own entries, and the folders publish.yml adds to the
+# build (pdf/: the PDFs; learner/: the learners' course folder, course_admin/publish/learner.py)
+RESERVED = {MAIN, "zh", "index.html", VERSIONS, "versions.html", "pdf", "learner"}
 WORDS = {"en": {"nav": "Book versions", "version": "Version", "latest": "latest", "all": "All versions"},
          "zh": {"nav": "本书的版本", "version": "版本", "latest": "最新", "all": "全部版本"}}
 

@@ -101,7 +101,8 @@ def test_the_build_itself_is_never_edited(tmp_path: Path) -> None:
     assert site.START in (tmp_path / "site" / "book" / "intro.html").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("tag", ["term/2027", "../2027", "2027..x", "", "-x", "zh", "_static", "versions.json", "a b"])
+@pytest.mark.parametrize("tag", ["term/2027", "../2027", "2027..x", "", "-x", "zh", "_static", "_launch", "versions.json",
+                                 "pdf", "learner", "a b"])
 def test_a_bad_tag_is_refused_with_a_clear_message(tmp_path: Path, tag: str) -> None:
     with pytest.raises(SiteError, match="cannot be published"):
         assemble(fake_build(tmp_path / "main"), tmp_path / "site", tag)
