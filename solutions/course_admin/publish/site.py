@@ -9,7 +9,8 @@ workflow checks it out, runs this module on it and pushes it back, then deploys 
   a tag  replaces its own folder only; the root and the other tags stay as they were.
 
 Then ``versions.json`` (the list of versions, newest tag first after main), ``versions.html`` (the same list as a
-page, for a reader without scripts) and ``_version/switch.js`` are written at the root, and each page of the version
+page, for a reader without scripts), ``_version/switch.js`` and ``binder/environment.yml`` (what Binder builds its
+image from: PyTorch's CPU build) are written at the root, and each page of the version
 just copied gets the switch: a labelled ``<nav>`` with a disclosure (``<details>``) of links to the same page in
 every version, keyboard usable with no script; the script refreshes that list from ``versions.json``, so a tag's
 pages, written once, list the versions published after them. The build itself (``--html``) is never changed.
@@ -29,11 +30,15 @@ from pathlib import Path
 MAIN = "main"
 VERSIONS = "versions.json"
 SWITCH_DIR = "_version"
+BINDER = "binder"  # what Binder builds its image from, on the branch every launch button names
+PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
+# the conda-forge package of each requirement Binder's image needs before a notebook's first cell runs
+CONDA_NAMES = {"torch": "pytorch-cpu", "numpy": "numpy", "matplotlib": "matplotlib"}
 START, END = "<!-- course-version-switch -->", "<!-- /course-version-switch -->"
 TAG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # names a tag may not take: the editions' and the root's own entries, and the folders publish.yml adds to the
-# build (pdf/: the PDFs; learner/: the learners' course folder, course_admin/publish/learner.py)
-RESERVED = {MAIN, "zh", "index.html", VERSIONS, "versions.html", "pdf", "learner"}
+# build (pdf/: the PDFs; learner/: the learners' course folder, course_admin/publish/learner.py), and binder/
+RESERVED = {MAIN, "zh", "index.html", VERSIONS, "versions.html", "pdf", "learner", BINDER}
 WORDS = {"en": {"nav": "Book versions", "version": "Version", "latest": "latest", "all": "All versions"},
          "zh": {"nav": "本书的版本", "version": "版本", "latest": "最新", "all": "全部版本"}}
 
@@ -159,6 +164,23 @@ def versions_page(tags: list[str]) -> str:
             '</main></body>\n</html>\n')
 
 
+def binder_environment(pyproject: str) -> str:
+    """binder/environment.yml for the site's branch: PyTorch's CPU build (conda-forge's pytorch-cpu), NumPy and
+    Matplotlib at the course's lower bounds (``pyproject``'s dependencies), so that a launched notebook's first cell
+    installs only the course's folder; pip would otherwise take PyTorch's multi-GB CUDA build on Binder."""
+    block = re.search(r"^dependencies\s*=\s*\[(.*?)^\]", pyproject, re.MULTILINE | re.DOTALL)
+    wanted = dict(re.findall(r'^\s*"([A-Za-z0-9_.-]+)\s*([^";]*)', block.group(1) if block else "", re.MULTILINE))
+    lacking = sorted(set(CONDA_NAMES) - set(wanted))
+    if lacking:
+        raise SiteError(f"pyproject.toml's dependencies do not name {', '.join(lacking)}: Binder's image needs them")
+    python = re.search(r'^requires-python\s*=\s*"([^"]+)"', pyproject, re.MULTILINE)
+    lines = [f"  - python{python.group(1) if python else ''}"]
+    lines += [f"  - {CONDA_NAMES[name]}{wanted[name].replace(' ', '')}" for name in CONDA_NAMES] + ["  - pip"]
+    return ("# Binder's image for the course's notebooks (written by course_admin/publish/site.py from pyproject.toml):\n"
+            "# PyTorch's CPU build, so that a notebook's first cell installs only the course's folder.\n"
+            "name: transformers-from-scratch\nchannels:\n  - conda-forge\ndependencies:\n" + "\n".join(lines) + "\n")
+
+
 def assemble(build: Path, site: Path, version: str) -> list[str]:
     """Publish ``build`` as ``version`` in ``site`` (see the module's docstring); returns the tags now published."""
     check_version(version)
@@ -180,6 +202,9 @@ def assemble(build: Path, site: Path, version: str) -> list[str]:
     (site / "versions.html").write_text(versions_page(tags), encoding="utf-8")
     (site / SWITCH_DIR).mkdir(exist_ok=True)
     (site / SWITCH_DIR / "switch.js").write_text(SCRIPT, encoding="utf-8")
+    (site / BINDER).mkdir(exist_ok=True)
+    (site / BINDER / "environment.yml").write_text(binder_environment(PYPROJECT.read_text(encoding="utf-8")),
+                                                    encoding="utf-8")
     return tags
 
 

@@ -154,6 +154,7 @@ def test_the_publish_job_keeps_the_site_on_its_branch(tmp_path: Path) -> None:
     package = Path("solutions", "course_admin", "publish")
     shutil.copytree(REPO_ROOT / package, clone / package, ignore=shutil.ignore_patterns("__pycache__"))
     (clone / "solutions" / "course_admin" / "__init__.py").write_text('"""course_admin"""\n', encoding="utf-8")
+    shutil.copyfile(REPO_ROOT / "pyproject.toml", clone / "pyproject.toml")  # Binder's image is read from it
     (clone / ".gitignore").write_text("_build/\n_site/\n", encoding="utf-8")
     git("init", "-q", "-b", "main", str(clone))
     git("add", ".", cwd=clone)
@@ -209,3 +210,31 @@ def test_the_script_lists_the_versions_published_later(tmp_path: Path) -> None:
                                        ["../2027-autumn/zh/book/intro.html", "2027-autumn", ""],
                                        ["../2027-spring/zh/book/intro.html", "2027-spring", "page"],
                                        "../versions.html"]
+
+
+def test_binder_builds_the_cpu_pytorch_at_the_course_s_own_bounds(tmp_path: Path) -> None:
+    """binder/environment.yml at the site's root, after main and after a tag: conda-forge's CPU PyTorch (pip on
+    Binder would take the CUDA build), each lower bound the one pyproject.toml's dependencies give."""
+    import tomllib
+
+    assemble(fake_build(tmp_path / "main"), tmp_path / "site", "main")
+    assemble(fake_build(tmp_path / "tag"), tmp_path / "site", "2027-spring")
+    env = yaml_load((tmp_path / "site" / "binder" / "environment.yml").read_text(encoding="utf-8"))
+    project = tomllib.loads(site.PYPROJECT.read_text(encoding="utf-8"))["project"]
+    bounds = {re.split(r"[<>=!~ ]", d, maxsplit=1)[0]: d[len(re.split(r"[<>=!~ ]", d, maxsplit=1)[0]):].strip()
+              for d in project["dependencies"]}
+    assert env["channels"] == ["conda-forge"]
+    assert env["dependencies"] == [f"python{project['requires-python']}", f"pytorch-cpu{bounds['torch']}",
+                                   f"numpy{bounds['numpy']}", f"matplotlib{bounds['matplotlib']}", "pip"]
+    assert "torch" not in env["dependencies"]                     # never pip's default (CUDA) wheel
+
+
+def test_a_pyproject_without_torch_cannot_make_binder_s_image() -> None:
+    planted = site.PYPROJECT.read_text(encoding="utf-8").replace('"torch', '"tourch')
+    with pytest.raises(SiteError, match="do not name torch"):
+        site.binder_environment(planted)
+
+
+def yaml_load(text: str) -> dict:
+    import yaml
+    return yaml.safe_load(text)
