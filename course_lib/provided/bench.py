@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -35,7 +34,7 @@ def median_seconds(fn: Callable[[], object], repeats: int = 5) -> float:
 def _quiet_stderr() -> Iterator[None]:
     """Mute file descriptor 2 (the profiler's start/stop chatter) while the block runs."""
     saved = os.dup(2)
-    with open(os.devnull, "w") as devnull:
+    with open(os.devnull, "w", encoding="utf-8") as devnull:
         os.dup2(devnull.fileno(), 2)
         try:
             yield
@@ -72,6 +71,11 @@ def peak_tensor_bytes(fn: Callable[[], object]) -> int:
 
 
 def peak_rss_bytes() -> int:
-    """This process's peak resident memory so far (PyTorch's own libraries included), from ``getrusage``."""
+    """This process's peak resident memory so far (PyTorch's own libraries included), from ``getrusage``; 0 (not
+    measured) on Windows, which has no ``resource`` module (the book's page 03 imports this module there too)."""
+    try:
+        import resource
+    except ImportError:
+        return 0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux
