@@ -53,11 +53,21 @@ CHINESE = {"project": "从零实现 Transformer", "html_title": "从零实现 Tr
            "nb_code_prompt_show": "显示代码单元", "nb_code_prompt_hide": "隐藏代码单元"}
 
 
+def chinese_baseurl(config: Path = ROOT / "_config.yml") -> str:
+    """The Chinese edition's base URL: the site's (``html: baseurl`` of _config.yml, which the publishing workflow
+    sets: course_admin/publish/bookconfig.py) and ``zh/``, so that its pages' canonical links name themselves, not
+    their English twins; "" for the offline book, as the English edition's."""
+    import yaml
+
+    base = ((yaml.safe_load(config.read_text(encoding="utf-8")) or {}).get("html") or {}).get("baseurl") or ""
+    return base.rstrip("/") + "/zh/" if base else ""
+
+
 def build_chinese(out: Path = ZH_HTML) -> int:
     """The Chinese edition: the same sources, the catalogs of ``book/locale``; built in ``_build/zh/html`` (whose
     parent takes the build's scratch, ``jupyter_execute/``), then copied to ``out``."""
     built = BUILD / "zh" / "html"
-    code = _sphinx("html", built, BUILD / ".doctrees-zh", {**CHINESE,
+    code = _sphinx("html", built, BUILD / ".doctrees-zh", {**CHINESE, "html_baseurl": chinese_baseurl(),
                                                             "language": catalogs.LANGUAGE, "gettext_compact": False,
                                                             "locale_dirs": [str(catalogs.LOCALE)],
                                                             # each figure's Chinese drawing, not the English

@@ -60,3 +60,20 @@ def test_jupyter_book_reads_them_as_the_build_will(tmp_path: Path) -> None:
                                              "latex_individualpages": False})
     assert (final["html_baseurl"], final["course_repository_url"], final["course_source_branch"]) == (
         BASE + "/2027-spring/", REPO, "2027-spring")
+
+
+def test_the_chinese_edition_is_based_under_zh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its canonical links name its own pages (<base>/zh/, a tag's <base>/<tag>/zh/); none for the offline book. The
+    Chinese build is given that base URL (its Sphinx call seen, not run)."""
+    from course_admin.book import editions
+
+    config = tmp_path / "_config.yml"
+    for text, expected in ((configure(CONFIG, REPO, BASE), BASE + "/zh/"),
+                           (configure(CONFIG, REPO, BASE, "2027-spring"), BASE + "/2027-spring/zh/"), (CONFIG, "")):
+        config.write_text(text, encoding="utf-8")
+        assert editions.chinese_baseurl(config) == expected
+    seen = {}
+    monkeypatch.setattr(editions, "chinese_baseurl", lambda: BASE + "/zh/")
+    monkeypatch.setattr(editions, "_sphinx", lambda builder, out, doctrees, overrides: seen.update(overrides) or 1)
+    assert editions.build_chinese(tmp_path / "zh") == 1 and seen["html_baseurl"] == BASE + "/zh/"
+    assert seen["language"] == "zh_CN"
