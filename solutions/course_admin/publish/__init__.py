@@ -3,7 +3,7 @@ settings for the repository it is published from (bookconfig.py), a PDF of each 
 site (pdf.py, `make pdf`), and the learners' course folder zipped beside it, what a chapter's exercise button
 installs (learner.py); all run by .github/workflows/publish.yml.
 
-May import: nothing of course_admin (site.py, bookconfig.py and learner.py: the standard library only, as the workflow
-runs the first two before the course is installed; learner.py runs the release tool as a command; pdf.py runs after
-`make install`, with Playwright and pypdf).
+May import: ``book`` (pdf.py: the browser the book's checks find, and its flags; pdf.py runs after `make install`, with
+Playwright and pypdf). site.py, bookconfig.py and learner.py: the standard library only, as the workflow runs the
+first two before the course is installed; learner.py runs the release tool as a command.
 """

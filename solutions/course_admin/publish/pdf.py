@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import html as html_lib
-import os
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -38,6 +36,8 @@ from urllib.parse import unquote, urlsplit
 import yaml
 
 from course_lib.provided.layout import REPO_ROOT
+
+from ..book.browser_check import CHROMIUM_FLAGS, chromium  # the browser the book's checks use
 
 
 HTML = REPO_ROOT / "_build" / "html"
@@ -87,15 +87,8 @@ READY = r"""async () => {
 }"""
 # Debian's Chromium as the browser test drives it (course_admin/book/browser_check.py, which this folder may not
 # import: publish/'s docstring)
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 FOOTER = ('<div style="width:100%;text-align:center;font-size:9px;color:#555;font-family:sans-serif">'
           '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
-
-
-def chromium() -> str | None:
-    """Debian's Chromium ($CHROMIUM or on the PATH), or None."""
-    return os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 class PdfError(RuntimeError):
