@@ -174,6 +174,14 @@ from course_lib.provided import hosted
 hosted.ready({number})'''
 
 
+def version_base(config: Any) -> str:
+    """This version's base URL on the site, where the workflow publishes learner/ and pdf/: the edition's
+    ``html_baseurl`` less the Chinese edition's ``zh/`` (course_admin/book/editions.py bases that edition there)."""
+    base = (config.html_baseurl or "").strip().rstrip("/")
+    zh = (getattr(config, "language", None) or "en") not in ("en", "")
+    return (base.removesuffix("/zh") if zh else base) + "/"
+
+
 def artifact_url(base_url: str, lang: str = "en") -> str:
     """Where the learners' course folder of ``lang`` is published, beside the site at ``base_url`` (this version's)."""
     return f"{base_url.rstrip('/')}/{ARTIFACT.format(suffix='' if lang == 'en' else f'-{lang}')}"
@@ -216,7 +224,7 @@ def exercise_links(config: Any, pagename: str) -> tuple[list[dict[str, str]], di
         return [], None, ""
     number, released = found
     notebook = exercise_notebook(json.loads(released.read_text(encoding="utf-8")),
-                                 artifact_url(config.html_baseurl, lang), number, lang)
+                                 artifact_url(version_base(config), lang), number, lang)
     path = f"{version_prefix(config)}_launch/exercises/{released.name}"
     return links_to(url, config.course_launch_branch, config.course_jupyterhub_url, path), notebook, released.name
 
