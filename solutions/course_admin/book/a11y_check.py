@@ -1,9 +1,17 @@
 """The built book checked for accessibility with axe-core, the engine the book's themes (pydata-sphinx-theme,
 sphinx-book-theme) test their own pages with: headless Chromium (browser_check.chromium) opens every page in each
-view of ``VIEWS`` (each width of browser_check.VIEWPORTS, and the desktop in the theme's dark colours), two pages
-at a time, waits for MathJax and the fonts, opens every ``<details>`` (the hidden code cells a reader shows) and
-waits for its fade-in to end, injects ``axe.min.js`` and runs every rule axe runs by default. Used by
-solutions/tests/book/test_a11y.py.
+view of ``VIEWS`` (each width of browser_check.VIEWPORTS, and the desktop in the theme's dark colours), WORKERS
+pages at a time, waits for MathJax and the fonts, opens every ``<details>`` (the hidden code cells a reader shows) and
+waits for its fade-in to end, injects ``axe.min.js`` and runs every rule axe runs by default (in the views that
+run some, those of ``ONLY``). Used by solutions/tests/book/test_a11y.py.
+
+Colour contrast, most of axe's time (about 4 ms a text: 12 of the 15 s axe took on page 08, whose code cells
+have 2,400 coloured tokens), is checked on one text of each group of texts alike: the same colour, font size and weight,
+text shadow, blending and filter, opacity (its own times its ancestors') and backdrop colour (the nearest
+background behind it; a text over a background image is a group of its own). Texts alike have the same contrast
+unless something else is drawn over their backdrop, which axe leaves "incomplete", unreported, either way. A line
+of the report names the text checked and how many more are alike ("(and 12 more alike)"): fixing its colour
+fixes them.
 
 Reported, one line each (rule id, impact, the node's CSS selector, what axe says is wrong): every node of a
 violation whose impact is "serious" or "critical", and, whatever its impact, every node of the rules named in
@@ -32,6 +40,11 @@ AXE_VERSION = "4.10.3"  # the same pin as the Makefile's
 # theme follows the reader's system setting)
 VIEWS = {**{label: (size, "light") for label, size in browser_check.VIEWPORTS.items()},
          "desktop dark": (browser_check.VIEWPORTS["desktop"], "dark")}
+# The views that run some rules, not every rule: the dark colours are the same page in the same layout, its
+# CSS's colours changed, so the colour rules and the images (a theme may show a drawing in dark colours only).
+COLOUR = ["color-contrast", "link-in-text-block"]
+IMAGES = ["image-alt", "role-img-alt", "svg-img-alt", "object-alt", "input-image-alt", "area-alt"]
+ONLY = {"desktop dark": COLOUR + IMAGES}
 # pages checked at once, each in its own renderer process: the cores, shared out between the pytest-xdist workers
 # (make test-book's two workers each check one edition in one view at a time: one page each). Measured: an edition
 # in its three views took 352-400 s so; two pages at once were no faster.
@@ -47,21 +60,61 @@ SETTLE = r"""async () => {
   await Promise.all(document.getAnimations().map(a => a.finished));  // a fade-in measured half-way is no colour
 }"""
 
-RUN = r"""async ([impacts, always]) => {
+RUN = r"""async ([impacts, always, how]) => {
+  // how: {only: the rules (else every rule)}
   const FILE = /^\S*\.(svg|png|jpe?g|gif|webp)$/i;
   const where = (img, src) => img.id ? `#${img.id}`
     : `${img.parentElement.closest('[id]') ? '#' + img.parentElement.closest('[id]').id + ' ' : ''}img[src="${src}"]`;
-  const result = await axe.run(document, {resultTypes: ['violations']});
+  const options = {resultTypes: ['violations']};
+  let violations = [];
+  const others = how.only ? {runOnly: {type: 'rule', values: how.only.filter(r => r !== 'color-contrast')}}
+    : {rules: {'color-contrast': {enabled: false}}};
+  violations = (await axe.run(document, {...options, ...others})).violations;
+  const alike = new Map();  // each text that colour contrast checks: how many more are alike (SAMPLE)
+  if (!how.only || how.only.includes('color-contrast')) {
+    const groups = new Map();
+    let unique = 0;
+    const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    while (walker.nextNode()) {
+      const el = walker.currentNode.parentElement;
+      if (!walker.currentNode.nodeValue.trim() || !el || alike.has(el)) continue;
+      const shown = el.getClientRects().length && el.checkVisibility({opacityProperty: true, visibilityProperty: true});
+      if (!shown) continue;
+      let opacity = 1, backdrop = null;
+      for (let e = el; e; e = e.parentElement) {
+        const s = getComputedStyle(e);
+        opacity *= parseFloat(s.opacity);
+        if (!backdrop && (s.backgroundColor !== 'rgba(0, 0, 0, 0)' || s.backgroundImage !== 'none')) backdrop = s;
+      }
+      const s = getComputedStyle(el);
+      const behind = !backdrop ? 'canvas'
+        : backdrop.backgroundImage !== 'none' ? `image ${unique++}` : backdrop.backgroundColor;
+      const key = [s.color, s.fontSize, s.fontWeight, s.textShadow, s.mixBlendMode, s.filter, opacity, behind]
+        .join('|');
+      if (groups.has(key)) { alike.set(groups.get(key), alike.get(groups.get(key)) + 1); continue; }
+      groups.set(key, el);
+      alike.set(el, 0);
+    }
+    const sample = [...groups.values()];
+    if (sample.length) {
+      violations = violations.concat((await axe.run({include: sample},
+        {...options, runOnly: {type: 'rule', values: ['color-contrast']}})).violations);
+    }
+  }
   const found = [];
-  for (const rule of result.violations) {
+  for (const rule of violations) {
     for (const node of rule.nodes) {
       const impact = node.impact || rule.impact;
       if (!impacts.includes(impact) && !always.includes(rule.id)) continue;
-      found.push({rule: rule.id, impact, target: node.target.flat().join(' >> '),
+      const first = typeof node.target[0] === 'string' ? document.querySelector(node.target[0]) : null;
+      const more = rule.id === 'color-contrast' ? alike.get(first) || 0 : 0;
+      const target = node.target.flat().join(' >> ') + (more ? ` (and ${more} more alike)` : '');
+      found.push({rule: rule.id, impact, target,
                   why: (node.failureSummary || rule.help).replace(/\s+/g, ' ').trim().slice(0, 240)});
     }
   }
-  for (const img of document.querySelectorAll('img[alt]')) {  // axe takes any alt text; a file name says nothing
+  // axe takes any alt text; a file name says nothing
+  for (const img of document.querySelectorAll('img[alt]')) {
     const alt = img.getAttribute('alt').trim(), src = img.getAttribute('src') || '';
     if (alt && (alt === src || alt === src.split('/').pop() || FILE.test(alt))) {
       found.push({rule: 'alt-is-file-name', impact: 'serious', target: where(img, src),
@@ -111,7 +164,7 @@ async def _check_view(browser, label: str, html: Path, paths: list[Path], script
             await page.goto(path.as_uri(), wait_until="load")
             await page.evaluate(SETTLE)
             await page.add_script_tag(path=str(script))
-            hits = await page.evaluate(RUN, [list(IMPACTS), list(ALWAYS)])
+            hits = await page.evaluate(RUN, [list(IMPACTS), list(ALWAYS), {"only": ONLY.get(label)}])
             found[f"{path.relative_to(html).as_posix()} [{label}]"] = [describe(h) for h in hits]
 
     try:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -25,6 +23,7 @@ from course_lib.provided.capstone.baselines import BASELINES
 from course_lib.provided.capstone.run import main
 from course_lib.provided.layout import LAYOUT
 
+from .. import course_cli
 from .test_training import one_thread  # noqa: F401 - autouse: one thread
 
 pytestmark = [pytest.mark.grading, pytest.mark.training,
@@ -186,7 +185,7 @@ def test_a_planted_class_grades_as_expected(strong: Path, weak: Path, tmp_path: 
     huge = subs / "huge" / handin.FOLDER / handin.WEIGHTS
     save_file({**load(huge.read_bytes()), "embed.keys": torch.empty(10**8, 0, dtype=torch.long)}, str(huge))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out", str(out),
+    proc = course_cli.run(["grade", str(subs), "--out", str(out),
                            "--jobs", "2", "--no-notebooks", "--trust-learners", "--chapters", "ch08"],
                           cwd=REPO, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -207,7 +206,7 @@ def test_a_planted_class_grades_as_expected(strong: Path, weak: Path, tmp_path: 
     assert sorted(float(r["max_points"]) for r in totals) == [handin.POINTS] * 5   # every learner out of the same
     feedback = (out / "feedback" / "strong.md").read_text(encoding="utf-8")
     assert "### Trained model: 3 / 3" in feedback and "TF-IDF + LR scores 83.9%" in feedback
-    report = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "report", "--out", str(out), "--names"],
+    report = course_cli.run(["report", "--out", str(out), "--names"],
                             cwd=REPO, capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr[-2000:]
     board = json.loads((out / "report.json").read_text(encoding="utf-8"))["leaderboard"]

@@ -8,8 +8,6 @@ static scan of the learner's source: a learner calling PyTorch's own attention l
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -26,6 +24,7 @@ from course_admin.records.rows import GradeRow
 from course_admin.release import refs
 from course_admin.release.variants import wrong_impls
 
+from .. import course_cli
 from ..planted import FUSED
 
 CHAPTERS = chapters.available()
@@ -92,18 +91,18 @@ def test_committed_reference_outputs_match_a_fresh_regeneration(chapter: str) ->
 
 @pytest.mark.slow  # `course check` in processes of its own
 def test_course_check_cli_exit_code_and_json() -> None:
-    ok = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "check", "ch02", "--impl", "reference", "--json"],
+    ok = course_cli.run(["check", "ch02", "--impl", "reference", "--json"],
                         capture_output=True, text=True, cwd=REPO_ROOT)
     assert ok.returncode == 0, ok.stderr
     assert '"earned": 16.0' in ok.stdout
-    stub = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "check", "ch02"],
+    stub = course_cli.run(["check", "ch02"],
                           capture_output=True, text=True, cwd=REPO_ROOT)
     assert stub.returncode == 1 and "not implemented yet" in stub.stdout and re.search(r"\b0 ?/ ?16\b", stub.stdout)
 
 
 @pytest.mark.slow  # `course check` in processes of its own
 def test_course_check_rejects_an_unknown_chapter() -> None:
-    bad = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "check", "ch99"],
+    bad = course_cli.run(["check", "ch99"],
                          capture_output=True, text=True, cwd=REPO_ROOT)
     assert bad.returncode == 2 and "chapter 99 has no checks yet" in bad.stderr
 

@@ -23,6 +23,8 @@ import pytest
 
 from course_lib.provided.layout import LAYOUT, REPO_ROOT, chapter_facts, prerequisites
 
+from .. import course_cli
+
 pytestmark = [pytest.mark.grading]
 
 REFERENCE_02 = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
@@ -122,7 +124,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def course(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(root / "solutions")])}
-    return subprocess.run([sys.executable, "-m", "course_lib.provided.cli", *args], cwd=root, env=env,
+    return course_cli.run(list(args), cwd=root, env=env,
                           capture_output=True, text=True, timeout=900)
 
 

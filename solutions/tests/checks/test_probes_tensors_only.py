@@ -13,8 +13,6 @@ from __future__ import annotations
 import ast
 import csv
 import inspect
-import subprocess
-import sys
 import textwrap
 from types import FunctionType, ModuleType
 
@@ -27,6 +25,8 @@ from course_lib.provided.layout import LAYOUT, modules_for
 from course_lib.provided.loader import load_impl
 
 from course_admin.grading.plan import hidden_cases
+
+from .. import course_cli
 
 pytestmark = [pytest.mark.grading]
 
@@ -231,7 +231,7 @@ def graded(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], di
             (subs / name / "course_lib" / module).parent.mkdir(parents=True, exist_ok=True)
             (subs / name / "course_lib" / module).write_text(text, encoding="utf-8")
     out = subs.parent / "out"
-    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out", str(out),
+    proc = course_cli.run(["grade", str(subs), "--out", str(out),
                            "--chapters", *GRADED, "--no-notebooks", "--timeout", "120", "--memory", "1536",
                            "--trust-learners", "--jobs", "2", "--quiet"],
                           cwd=LAYOUT.root, capture_output=True, text=True, timeout=900)

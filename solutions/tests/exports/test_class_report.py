@@ -12,7 +12,6 @@ import copy
 import csv
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,8 @@ from course_admin.records.gradebook import Gradebook
 from course_admin.records.rows import GradeRow
 from course_lib.provided import chapters
 from course_lib.provided.layout import REPO_ROOT
+
+from .. import course_cli
 
 pytestmark = [pytest.mark.grading]
 
@@ -62,7 +63,7 @@ def plant(out: Path) -> None:
 
 
 def course(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "course_lib.provided.cli", *args], cwd=REPO_ROOT,
+    return course_cli.run(list(args), cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=600)
 
 

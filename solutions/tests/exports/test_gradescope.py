@@ -29,6 +29,7 @@ import pytest
 from course_lib.provided import submit
 from course_lib.provided.layout import REPO_ROOT
 
+from .. import course_cli
 from .. import planted
 from ..sandbox_runs import listening
 from . import docker_like
@@ -70,7 +71,7 @@ def autograder() -> Iterator[Path]:
     every uid may enter (as /autograder is): learner code runs as a uid of its own in the Docker-like one."""
     base = Path(tempfile.mkdtemp(prefix="gradescope_test_"))
     os.chmod(base, 0o755)
-    made = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "gradescope", "ch02", "--out",
+    made = course_cli.run(["gradescope", "ch02", "--out",
                            str(base / "zips")], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert made.returncode == 0, made.stderr
     with zipfile.ZipFile(base / "zips" / "gradescope_ch02.zip") as zf:

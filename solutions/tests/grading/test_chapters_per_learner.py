@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import csv
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from course_lib.provided.layout import LAYOUT
+
+from .. import course_cli
 
 FILES = {"02": ["attention.py"], "03": ["attention.py", "multihead.py"]}
 pytestmark = [
@@ -33,7 +34,7 @@ def write_folder(path: Path, modules: list[str]) -> None:
 
 
 def grade(subs: Path, out: Path) -> tuple[subprocess.CompletedProcess, list[dict]]:
-    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out", str(out),
+    proc = course_cli.run(["grade", str(subs), "--out", str(out),
                            "--no-notebooks", "--timeout", "60"], cwd=LAYOUT.root, capture_output=True, text=True,
                           timeout=600)
     with open(out / "grades.csv", newline="", encoding="utf-8") as fh:
@@ -132,7 +133,7 @@ def test_a_chapter_that_hangs_does_not_eat_the_next_chapters_time(tmp_path: Path
     hung.write_text(hung.read_text() + HANGS_ON_3D)
     (subs / "kim_ch02" / "course_lib").mkdir(parents=True)
     (subs / "kim_ch02" / "course_lib" / "attention.py").write_text(hung.read_text())
-    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out",
+    proc = course_cli.run(["grade", str(subs), "--out",
                            str(tmp_path / "out"), "--no-notebooks", "--timeout", "8", "--jobs", "1"],
                           cwd=LAYOUT.root, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -19,6 +19,7 @@ import pytest
 
 from course_lib.provided.layout import LAYOUT
 
+from .. import course_cli
 from .. import planted as plant
 from ..strays import wait_no_strays
 
@@ -34,7 +35,7 @@ SCRATCH = "built from scratch"  # the ready-made case: read from the source in t
 
 
 def course(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "course_lib.provided.cli", *args], cwd=REPO,
+    return course_cli.run(list(args), cwd=REPO,
                           capture_output=True, text=True, timeout=600, **kw)
 
 

@@ -22,6 +22,7 @@ from course_admin.intake.submissions import disk_name
 from course_admin.sandbox import procs, reaper
 from course_lib.provided.layout import LAYOUT
 
+from .. import course_cli
 from .. import planted as plant
 from .. import planted_holes as holes
 
@@ -37,7 +38,7 @@ BWRAP = procs.bwrap_works()[0] and os.environ.get(procs.SWITCH) != "rlimits"
 
 def course(*args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != procs.SWITCH}
-    return subprocess.run([sys.executable, "-m", "course_lib.provided.cli", *args], cwd=REPO, env=env,
+    return course_cli.run(list(args), cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=900)
 
 

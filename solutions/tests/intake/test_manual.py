@@ -19,6 +19,8 @@ import pytest
 
 from course_lib.provided.layout import REPO_ROOT
 
+from .. import course_cli
+
 pytestmark = [pytest.mark.grading]
 
 REFERENCE = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
@@ -39,7 +41,7 @@ def _submission(folder: Path, learner: str) -> None:
 
 def _grade(subs: Path, out: Path, *extra: str) -> list[dict[str, str]]:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out", str(out),
+    proc = course_cli.run(["grade", str(subs), "--out", str(out),
                            "--quiet", "--chapters", "ch02", *extra], cwd=REPO_ROOT, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with open(out / "grades.csv", newline="", encoding="utf-8") as fh:
@@ -91,7 +93,7 @@ def test_hand_scores_replace_only_their_rows(tmp_path: Path) -> None:
 
 
 def test_a_missing_gradebook_is_a_clear_error(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(tmp_path), "--out",
+    proc = course_cli.run(["grade", str(tmp_path), "--out",
                            str(tmp_path / "out"), "--manual", str(tmp_path / "nope.db")],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "no nbgrader gradebook" in proc.stderr

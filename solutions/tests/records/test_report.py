@@ -15,6 +15,8 @@ import pytest
 
 from course_lib.provided.layout import REPO_ROOT
 
+from .. import course_cli
+
 pytestmark = [pytest.mark.grading]
 
 REFERENCE = (REPO_ROOT / "solutions" / "course_ref" / "attention.py").read_text(encoding="utf-8")
@@ -60,7 +62,7 @@ def test_a_notebook_is_read_never_run(tmp_path: Path) -> None:
             cell.source = "Without the scale the variance of q·k is d_k and the softmax saturates."
     nbformat.write(nb, learner / "ch02_attention.ipynb")
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(learner.parent),
+    proc = course_cli.run(["grade", str(learner.parent),
                            "--out", str(out), "--quiet", "--chapters", "ch02"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert not marker.exists()

@@ -13,13 +13,13 @@ from __future__ import annotations
 import csv
 import os
 import platform
-import subprocess
 import sys
 
 import pytest
 
 from course_lib.provided.layout import LAYOUT
 
+from .. import course_cli
 from ..sandbox_runs import (CLEAN, SHARED_NAMESPACES, UNFILTERED, clean_view, listening, planted_zygote, run,  # noqa: F401
                             sends_out, warm_cls)
 
@@ -268,7 +268,7 @@ def test_learners_graded_after_an_attacker_keep_full_marks(tmp_path, jobs):
         package.mkdir(parents=True)
         (package / "attention.py").write_text(reference.replace(future, future + code, 1))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(tmp_path / "subs"), "--out",
+    proc = course_cli.run(["grade", str(tmp_path / "subs"), "--out",
                            str(out), "--no-notebooks", "--jobs", str(jobs), "--quiet"], cwd=REPO, capture_output=True,
                           text=True, timeout=600, env={**os.environ, "COURSE_GRADE_WARM": "1"})
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -21,6 +21,7 @@ import torch
 
 from course_lib.provided.layout import LAYOUT
 
+from .. import course_cli
 from ..sandbox_runs import CLEAN, SHARED_NAMESPACES, UNFILTERED, clean_view, planted_zygote, run, warm_cls  # noqa: F401
 
 REPO = LAYOUT.root
@@ -231,9 +232,7 @@ def test_warm_and_cold_grade_every_chapter_alike(tmp_path):
     builds on; the stubs as released), each chapter its own assignment: the same grades.csv, byte for
     byte, from the warm sandbox and from a new sandbox per run (COURSE_GRADE_WARM=0)."""
     import os
-    import subprocess
-    import sys
-
+        
     from .. import planted as plant
 
     from course_admin.sandbox import procs
@@ -258,7 +257,7 @@ def test_warm_and_cold_grade_every_chapter_alike(tmp_path):
         out = tmp_path / f"out{way}"
         if way == "0":  # the chapters prepared by the first run: only the sandbox differs
             shutil.copytree(tmp_path / "out1" / ".prepared", out / ".prepared")
-        proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out", str(out),
+        proc = course_cli.run(["grade", str(subs), "--out", str(out),
                                "--no-notebooks", "--jobs", "2", "--quiet"], cwd=REPO, capture_output=True, text=True,
                               timeout=900, env={**os.environ, "COURSE_GRADE_WARM": way})
         assert proc.returncode == 0, proc.stdout + proc.stderr
