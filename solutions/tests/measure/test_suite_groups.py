@@ -1,0 +1,46 @@
+"""Under `make test` (pytest-xdist, ``--dist loadgroup``) a file's tests run on one worker, so that its module
+fixtures are paid once (suite_times.py puts each test's group in its id, which pytest-xdist 3.8 fails to do under
+pytest 9); a file that names a group shares it with the other files of that group."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("xdist")
+
+MODULE = """import os
+import pytest
+
+@pytest.fixture(scope="module")
+def paid(tmp_path_factory):
+    with open(os.environ["PAID_LOG"], "a") as log:
+        log.write("{name} " + os.environ.get("PYTEST_XDIST_WORKER", "-") + "\\n")
+
+@pytest.mark.parametrize("n", range(8))
+def test_one(paid, n):
+    pass
+"""
+
+
+def test_a_files_module_fixture_is_paid_once(tmp_path: Path) -> None:
+    for name in ("alpha", "beta"):
+        (tmp_path / f"test_{name}.py").write_text(MODULE.replace("{name}", name), encoding="utf-8")
+    (tmp_path / "test_gamma.py").write_text("import pytest\npytestmark = pytest.mark.xdist_group('shared')\n"
+                                            + MODULE.replace("{name}", "gamma"), encoding="utf-8")
+    (tmp_path / "test_delta.py").write_text("import pytest\npytestmark = pytest.mark.xdist_group('shared')\n"
+                                            + MODULE.replace("{name}", "delta"), encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+    log = tmp_path / "paid.log"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "course_admin.measure.suite_times", "-n", "2",
+                           "--dist", "loadgroup", "-p", "no:cacheprovider", "."], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PAID_LOG": str(log)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "32 passed" in done.stdout, done.stdout
+    paid = log.read_text(encoding="utf-8").split("\n")[:-1]
+    assert sorted(line.split()[0] for line in paid) == ["alpha", "beta", "delta", "gamma"], paid  # once a file
+    workers = dict(line.split() for line in paid)
+    assert workers["gamma"] == workers["delta"], paid  # a named group: one worker
