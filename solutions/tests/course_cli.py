@@ -1,6 +1,6 @@
 """`course` commands for the tests, each forked from a process that has imported torch already.
 
-Every `course grade`, `report`, `verify` or `check` a test starts is a new Python that imports torch (through
+Every `course grade`, `report`, `check` or `gradescope` a test starts is a new Python that imports torch (through
 course_lib/provided/chapters.py): about 2.5 s of CPU here before it does anything, paid about 130 times a
 `make test` (solutions/tests/DURATIONS.md, the census). ``run`` gives a test what ``subprocess.run`` on
 ``python -m course_lib.provided.cli ARGS`` gives it (exit status, output, the same arguments, environment,
@@ -16,8 +16,8 @@ environment is set. Where the environment differs from the server's in what Pyth
 (``PYTHON*`` but ``PYTHONPATH``, the locale), or where ``$COURSE_TEST_FORK=0``, ``run`` is ``subprocess.run``
 itself. Tests that signal or kill a running command (records/test_report.py, test_grading.py's kill and resume),
 that pin it to a CPU (test_busy_machine.py), that run it as a script (torchrun in capstone/test_training.py) and
-the platform tests (the hub, Gradescope's container, the exchange loop, a Windows laptop) start real processes
-as before.
+the platform tests (the hub, the Gradescope zip run in its container, the exchange loop, a Windows laptop) start
+real processes as before.
 """
 from __future__ import annotations
 
