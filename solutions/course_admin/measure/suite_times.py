@@ -43,6 +43,7 @@ MARKS = {
 }
 # The order a test is counted under when it carries several marks: the costliest thing it pays for.
 COST_ORDER = ("hub", "install", "grading", "training", "book", "slow")
+BOOK_TESTS = "solutions/tests/book/"  # where every `book` test lives (from the root): all `make test-book` collects
 CALL_LIMIT_S = 30.0
 GROSS = 3.0
 OVER = 1.5
@@ -65,12 +66,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With pytest-xdist's ``--dist loadgroup`` (``make test``): a file's tests go to one worker, so that its module
     fixtures are paid once, unless the file names a group of its own (``xdist_group``: files that share a session
-    fixture, or must not run beside each other). Runs before xdist's own hook, which reads the groups."""
+    fixture, or must not run beside each other). Runs before xdist's own hook, which reads the groups.
+    A ``book`` test outside BOOK_TESTS stops the run (_book_tests_stay_in_their_folder)."""
+    _book_tests_stay_in_their_folder(items)
     if getattr(config.option, "loadgroup", False) or getattr(config.option, "dist", "no") == "loadgroup":
         for item in items:
             if item.get_closest_marker("xdist_group") is None:
                 item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
             _name_group(item)
+
+
+def _book_tests_stay_in_their_folder(items: list[pytest.Item]) -> None:
+    """`make test-book` collects BOOK_TESTS alone (the whole suite's collection cost 13 s in each of its three
+    processes) and `make test` deselects the ``book`` mark: a ``book`` test anywhere else would run in neither."""
+    astray = [item.nodeid for item in items
+              if item.get_closest_marker("book") is not None and not item.nodeid.startswith(BOOK_TESTS)]
+    if astray:
+        raise pytest.UsageError(f"{len(astray)} test(s) marked `book` outside {BOOK_TESTS}, where `make test-book` "
+                                f"looks for them (and `make test` leaves them out): {', '.join(astray[:5])}. "
+                                f"Move them into {BOOK_TESTS}, or drop the mark.")
 
 
 def _name_group(item: pytest.Item) -> None:

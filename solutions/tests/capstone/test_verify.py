@@ -22,12 +22,14 @@ from course_admin.grading import verify
 from course_admin.intake.submissions import Reader
 from course_lib.provided.capstone import handin, noise
 
+from .conftest import GROUP
 from .test_trained import RECORDS, _run, submission
 from .test_training import one_thread  # noqa: F401 - autouse: one thread
 
 pytestmark = [
     pytest.mark.grading,
     pytest.mark.training,
+    GROUP,  # conftest.py's quick_run, trained once, on test_trained.py's worker
 ]
 
 
@@ -38,8 +40,10 @@ def short(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def longer(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _run(tmp_path_factory.mktemp("longer"), steps=160)
+def longer(quick_run: Path) -> Path:
+    """A longer run than ``short``, far better on test: conftest.py's strong run (read only), shared with
+    test_trained.py's planted class (the xdist group below puts both files on one worker: one run a session)."""
+    return quick_run
 
 
 def edit_run(folder: Path, **changes: object) -> None:

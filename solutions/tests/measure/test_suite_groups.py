@@ -44,3 +44,22 @@ def test_a_files_module_fixture_is_paid_once(tmp_path: Path) -> None:
     assert sorted(line.split()[0] for line in paid) == ["alpha", "beta", "delta", "gamma"], paid  # once a file
     workers = dict(line.split() for line in paid)
     assert workers["gamma"] == workers["delta"], paid  # a named group: one worker
+
+
+def test_a_book_test_outside_the_book_folder_stops_the_run(tmp_path: Path) -> None:
+    """`make test-book` collects solutions/tests/book alone, `make test` leaves the `book` mark out: a `book` test
+    elsewhere would run in neither, so the collection that finds one fails, naming it; inside, it is collected."""
+    book = tmp_path / "solutions" / "tests" / "book"
+    book.mkdir(parents=True)
+    marked = "import pytest\n\n@pytest.mark.book\ndef test_page():\n    pass\n"
+    (book / "test_inside.py").write_text(marked, encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    book: planted\n", encoding="utf-8")
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "course_admin.measure.suite_times", "-p", "no:xdist",
+               "-p", "no:cacheprovider", "."]
+    inside = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert inside.returncode == 0 and "1 passed" in inside.stdout, inside.stdout + inside.stderr
+    (tmp_path / "solutions" / "tests" / "test_astray.py").write_text(marked, encoding="utf-8")
+    astray = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    said = astray.stdout + astray.stderr
+    assert astray.returncode != 0 and "passed" not in astray.stdout, said
+    assert "1 test(s) marked `book` outside solutions/tests/book/" in said and "test_astray.py::test_page" in said, said
