@@ -79,10 +79,12 @@ def test_bench_grade_projects_a_class_from_its_fixed_part_and_its_part_per_learn
 @pytest.mark.slow
 def test_bench_encoder_compiles_both_sides_when_asked(tmp_path) -> None:
     """torch.compile'd, with a cache of its own (the same compiling work on every run) and no peak processes
-    (each would compile again: the peaks are the first test's)."""
+    (each would compile again: the peaks are the first test's). The C++ compiler builds Inductor's kernels
+    without optimising them (TORCHINDUCTOR_DEBUG_COMPILE: -O0, not -O3): the same code generated, compiled,
+    loaded and run, in 78 s of CPU rather than 94 (measured here); the toy's timings mean nothing either way."""
     import os
 
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TORCHINDUCTOR_DEBUG_COMPILE": "1"}
     proc = subprocess.run([sys.executable, "solutions/scripts/bench_encoder.py", "--tiny", "--rounds", "1",
                            "--steps", "1", "--device", "cpu", "--compile", "--no-peaks", "--runs", "/nonexistent"],
                           cwd=LAYOUT.root, capture_output=True, text=True, timeout=SAFETY_S, env=env)
