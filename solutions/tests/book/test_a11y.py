@@ -102,10 +102,12 @@ def test_each_planted_problem_is_found(tmp_path: Path, axe_ready: None) -> None:
 
 
 # Each edition in each view a test of its own (six of about a minute, rather than two of five minutes and a half:
-# make test-book's two workers share them and the browser test out evenly): together, every page of the built
-# book in every view.
-@pytest.mark.parametrize("view", list(a11y_check.VIEWS))
-@pytest.mark.parametrize("edition", ["en", "zh"])
+# make test-book's two workers share them and the browser test out evenly, each in an xdist group of its own, for
+# under --dist loadgroup a file's tests otherwise share one worker): together, every page of the built book in
+# every view.
+@pytest.mark.parametrize("edition, view", [
+    pytest.param(edition, view, marks=pytest.mark.xdist_group(f"a11y_{edition}_{view.replace(' ', '_')}"))
+    for edition in ("en", "zh") for view in a11y_check.VIEWS])
 def test_every_page_of_the_built_book(axe_ready: None, edition: str, view: str) -> None:
     need((BOOK / "index.html").is_file(), f"no built book at {BOOK} (make book)")
     pages = [p for p in browser_check.pages(BOOK) if (p.relative_to(BOOK).parts[0] == "zh") == (edition == "zh")]

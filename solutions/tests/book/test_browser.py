@@ -64,9 +64,9 @@ def test_each_problem_is_found(tmp_path: Path, browser_ready: None) -> None:
         f"{page}-{size}.jpg" for page in ("planted", "good") for size in ("desktop", "phone")}
 
 
-# Each edition a test of its own (make test-book's two workers share them with the accessibility tests evenly):
-# together, every page of the built book.
-@pytest.mark.parametrize("edition", ["en", "zh"])
+# Each edition a test of its own, in an xdist group of its own (make test-book's two workers share them with the
+# accessibility tests evenly): together, every page of the built book.
+@pytest.mark.parametrize("edition", [pytest.param(e, marks=pytest.mark.xdist_group(f"browser_{e}")) for e in ("en", "zh")])
 def test_every_page_of_the_built_book(browser_ready: None, edition: str) -> None:
     _need((BOOK / "index.html").is_file(), f"no built book at {BOOK} (make book)")
     shots = BOOK.parent / "screenshots"
