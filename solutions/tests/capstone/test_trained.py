@@ -1,7 +1,7 @@
 """Chapter 08's trained model, graded (issue 28): the accuracy is the grader's, from the weights alone.
 
 The rows come from grading/trained.py, which reads the hand-in as data and scores it with the reference
-classifier. Planted: a strong run (a real quick-preset run, 250 steps: conftest.py), a weak one (2 steps), a
+classifier. Planted: a strong run (a real quick-preset run, 150 steps with bigram inputs: conftest.py), a weak one (2 steps), a
 summary that claims 99%, weights of another model, a pickle, no hand-in: each gets the row it must, and a bug
 inside the measurement costs these points only. Then a whole planted class goes through `course grade`.
 """
@@ -67,8 +67,8 @@ def weak(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def strong(quick_run: Path) -> Path:
-    """A real quick-preset run (250 steps of 64, a minute and a half on one thread; conftest.py): what a learner
-    hands in."""
+    """A real quick-preset run (150 steps of 64 with bigram inputs, about 45 s on one thread; conftest.py): what a
+    learner hands in."""
     return quick_run
 
 

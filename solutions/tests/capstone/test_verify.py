@@ -22,7 +22,7 @@ from course_admin.grading import verify
 from course_admin.intake.submissions import Reader
 from course_lib.provided.capstone import handin, noise
 
-from .conftest import GROUP
+from .conftest import BIGRAMS, GROUP
 from .test_trained import RECORDS, _run, submission
 from .test_training import one_thread  # noqa: F401 - autouse: one thread
 
@@ -35,8 +35,9 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def short(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """40 steps, evaluated at 20 and 40: the re-run's best valid step is chosen here, as the run chose it."""
-    return _run(tmp_path_factory.mktemp("short"), steps=40, eval_every=20)
+    """40 steps, evaluated at 20 and 40: the re-run's best valid step is chosen here, as the run chose it. With the
+    strong run's bigram inputs (conftest.py), so that its weights fit this run's model when smuggled under it."""
+    return _run(tmp_path_factory.mktemp("short"), steps=40, eval_every=20, extra=BIGRAMS)
 
 
 @pytest.fixture(scope="module")
