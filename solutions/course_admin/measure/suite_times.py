@@ -9,6 +9,8 @@ Tests are marked by what they pay for, and the tiers are made of the marks (``ma
     hub       a real JupyterHub on loopback
     book      the built book (browser, editions, accessibility): run by CI after `make book`
     slow      over 10 s (whatever it pays for; a test whose call takes over 30 s must carry it)
+    long      holds its worker for a minute or so: under ``--dist loadgroup`` its group is handed out early, so that
+              it does not end the run alone (_long_groups_first)
 
 At the end of a run it prints the slowest tests (setup, call and teardown together: a shared fixture is paid by
 the first test that asks for it), each file's total, each mark's total, and the stage's wall time against its
@@ -44,6 +46,7 @@ MARKS = {
 # The order a test is counted under when it carries several marks: the costliest thing it pays for.
 COST_ORDER = ("hub", "install", "grading", "training", "book", "slow")
 BOOK_TESTS = "solutions/tests/book/"  # where every `book` test lives (from the root): all `make test-book` collects
+LONG_WEIGHT = 60  # a `long` test counts as this many tests when the groups are ordered (_long_groups_first)
 CALL_LIMIT_S = 30.0
 GROSS = 3.0
 OVER = 1.5
@@ -69,11 +72,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     fixture, or must not run beside each other). Runs before xdist's own hook, which reads the groups.
     A ``book`` test outside BOOK_TESTS stops the run (_book_tests_stay_in_their_folder)."""
     _book_tests_stay_in_their_folder(items)
-    if getattr(config.option, "loadgroup", False) or getattr(config.option, "dist", "no") == "loadgroup":
+    if _loadgroup(config):
         for item in items:
             if item.get_closest_marker("xdist_group") is None:
                 item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
             _name_group(item)
+        _long_groups_first(items)
+
+
+def _loadgroup(config: pytest.Config) -> bool:
+    return getattr(config.option, "loadgroup", False) or getattr(config.option, "dist", "no") == "loadgroup"
+
+
+def _group(item: pytest.Item) -> str:
+    return "_".join(sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                            for m in item.iter_markers("xdist_group")}))
+
+
+def _long_groups_first(items: list[pytest.Item]) -> None:
+    """The order pytest-xdist hands the groups out in: by weight, a test counting 1 and a test marked ``long``
+    LONG_WEIGHT, the heaviest first. pytest-xdist's own order (most tests first) sent a group of a few long tests
+    (the CPU hogs' test, the hub) to a worker last: it ended the run alone, one core idle for its last two
+    minutes. Workers collect in this order, and pytest_configure turns xdist's reordering off, which would undo it."""
+    weight: dict[str, int] = defaultdict(int)
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        group = _group(item)
+        weight[group] += LONG_WEIGHT if item.get_closest_marker("long") is not None else 1
+        first.setdefault(group, index)
+    place = {id(item): index for index, item in enumerate(items)}
+    items.sort(key=lambda item: (-weight[_group(item)], first[_group(item)], place[id(item)]))
 
 
 def _book_tests_stay_in_their_folder(items: list[pytest.Item]) -> None:
@@ -96,9 +124,7 @@ def _name_group(item: pytest.Item) -> None:
         return
     from _pytest.nodeid import coerce_node_id
 
-    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
-                    for m in item.iter_markers("xdist_group")})
-    item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(names)}")
+    item._id = coerce_node_id(f"{item.nodeid}@{_group(item)}")
 
 
 def _test_id(nodeid: str) -> str:
@@ -133,6 +159,9 @@ def pytest_configure(config: pytest.Config) -> None:
         _share_the_cores(config)
     for name, what in MARKS.items():
         config.addinivalue_line("markers", f"{name}: {what}")
+    config.addinivalue_line("markers", "long: holds its worker for a minute or so: its group is handed out early")
+    if _loadgroup(config) and not hasattr(config, "workerinput"):
+        config.option.loadscopereorder = False  # the groups in the workers' order (_long_groups_first)
     if not config.pluginmanager.hasplugin("xdist"):  # run without workers (-p no:xdist): the groups still read
         config.addinivalue_line("markers", "xdist_group(name): tests that share a worker under pytest-xdist")
     config.pluginmanager.register(Clock(config), "suite_times_clock")

@@ -176,6 +176,7 @@ def test_other_chapters_have_no_trained_model(weak: Path, tmp_path: Path) -> Non
 
 # ------------------------------------------------------------------ a planted class through `course grade`
 @pytest.mark.slow
+@pytest.mark.long  # handed out early (suite_times.py): not the run's last minute
 def test_a_planted_class_grades_as_expected(strong: Path, weak: Path, tmp_path: Path) -> None:
     subs = tmp_path / "subs"
     for learner, run in (("strong", strong), ("weak", weak), ("liar", weak), ("nothing", None), ("huge", weak)):

@@ -170,6 +170,7 @@ def test_the_presets_recorded_runs_fit_the_default_limits() -> None:
 
 # ------------------------------------------------------------------ a planted class through the command
 @pytest.mark.slow
+@pytest.mark.long  # handed out early (suite_times.py): not the run's last minute
 def test_a_planted_class_gets_its_verdicts_with_one_re_run_a_recipe(short: Path, longer: Path, tmp_path: Path,
                                                                     capsys) -> None:
     """Honest (two learners, one recipe: re-run once), smuggled (a longer run's weights under the short run's

@@ -54,6 +54,7 @@ def config(folder: Path, exchange: Path, base: str = "") -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not SOURCE.is_dir(), reason="the chapter 02 source notebook is missing")
+@pytest.mark.long  # handed out early (suite_times.py): not the run's last minute
 def test_exchange_loop_two_learners(tmp_path: Path) -> None:
     exchange, teacher = tmp_path / "exchange", tmp_path / "instructor"
     exchange.mkdir(mode=0o777)

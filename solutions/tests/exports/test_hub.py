@@ -113,6 +113,7 @@ def learner_repository(root: Path) -> Iterator[str]:
 @pytest.mark.slow
 @pytest.mark.skipif(WHY is not None, reason=f"no real hub here: {WHY}")
 @pytest.mark.skipif(not SOURCE.is_dir(), reason="the chapter 02 source notebook is missing")
+@pytest.mark.long  # handed out early (suite_times.py): not the run's last minute
 def test_nbgrader_loop_on_a_real_hub(tmp_path: Path) -> None:
     hub = Hub(tmp_path / "hub", COURSE, instructors=["teacher"], learners=["alice", "bob"], others=["carol"])
     try:

@@ -78,6 +78,7 @@ def points(rows: list[dict]) -> dict[str, tuple[float, float]]:
 
 
 @pytest.mark.slow
+@pytest.mark.long  # handed out early (suite_times.py): not the run's last minute
 def test_correct_learners_beside_cpu_hogs_keep_full_marks_and_a_loop_still_loses(tmp_path: Path) -> None:
     """Three spinning processes on the CPU of `course grade --jobs 2`: two correct learners keep every point (one
     of them needs 1.5 s of CPU, half its budget: more than the 3 s of wall time at a quarter of a CPU, so it is

@@ -125,6 +125,7 @@ def test_one_child_grades_a_chapter_and_what_it_builds_on(tmp_path: Path, monkey
 
 
 @pytest.mark.slow
+@pytest.mark.long  # handed out early (suite_times.py): not the run's last minute
 def test_a_chapter_that_hangs_does_not_eat_the_next_chapters_time(tmp_path: Path) -> None:
     """Each chapter of a run has its own time budget: chapter 02 hangs, chapter 03 still gets full marks."""
     subs = tmp_path / "subs"

@@ -77,6 +77,7 @@ def test_bench_grade_projects_a_class_from_its_fixed_part_and_its_part_per_learn
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                     reason="torch.compile on the CPU needs a C compiler")
 @pytest.mark.slow
+@pytest.mark.long  # handed out early (suite_times.py): not the run's last minute
 def test_bench_encoder_compiles_both_sides_when_asked(tmp_path) -> None:
     """torch.compile'd, with a cache of its own (the same compiling work on every run) and no peak processes
     (each would compile again: the peaks are the first test's). The C++ compiler builds Inductor's kernels

@@ -63,3 +63,31 @@ def test_a_book_test_outside_the_book_folder_stops_the_run(tmp_path: Path) -> No
     said = astray.stdout + astray.stderr
     assert astray.returncode != 0 and "passed" not in astray.stdout, said
     assert "1 test(s) marked `book` outside solutions/tests/book/" in said and "test_astray.py::test_page" in said, said
+
+
+def test_a_group_with_a_long_test_is_handed_out_first(tmp_path: Path) -> None:
+    """pytest-xdist hands out the group with the most tests first: a file of one long test came last and ended the
+    run alone. One worker runs the groups in the order they are handed out: the `long` one first, then the rest
+    by their count of tests (as xdist would). Without the plugin the long file runs last; with the plugin but not its
+    order (checked by hand), the collection's order: alpha, beta, omega."""
+    for name, count in (("alpha", 2), ("beta", 5)):
+        (tmp_path / f"test_{name}.py").write_text(
+            f"import os\nimport pytest\n\n@pytest.mark.parametrize('n', range({count}))\ndef test_{name}(n):\n"
+            f"    open(os.environ['RAN_LOG'], 'a').write('{name}\\n')\n", encoding="utf-8")
+    (tmp_path / "test_omega.py").write_text(
+        "import os\nimport pytest\n\n@pytest.mark.long\ndef test_omega():\n"
+        "    open(os.environ['RAN_LOG'], 'a').write('omega\\n')\n", encoding="utf-8")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+
+    def order(*plugin: str) -> list[str]:
+        log = tmp_path / "ran.log"
+        log.unlink(missing_ok=True)
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", *plugin, "-n", "1", "--dist", "loadgroup",
+                               "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestUnknownMarkWarning", "."],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "RAN_LOG": str(log)})
+        assert done.returncode == 0 and "8 passed" in done.stdout, done.stdout + done.stderr
+        return list(dict.fromkeys(log.read_text(encoding="utf-8").split()))
+
+    assert order("-p", "course_admin.measure.suite_times") == ["omega", "beta", "alpha"]
+    assert order()[-1] == "omega"  # without the plugin: collected last, run last

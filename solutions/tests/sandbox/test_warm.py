@@ -227,6 +227,7 @@ def test_a_zygote_that_died_between_runs_costs_the_next_run_nothing(warm_cls):
 
 
 @pytest.mark.slow
+@pytest.mark.long  # handed out early (suite_times.py): not the run's last minute
 def test_warm_and_cold_grade_every_chapter_alike(tmp_path):
     """The whole course, each chapter its own assignment, graded by the correct learner, and every third chapter
     by a wrong one too (chapter 02's unscaled scores, which every later chapter builds on, on 02, 05 and 08; the
