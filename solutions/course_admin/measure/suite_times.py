@@ -94,14 +94,13 @@ def _long_groups_first(items: list[pytest.Item]) -> None:
     LONG_WEIGHT, the heaviest first. pytest-xdist's own order (most tests first) sent a group of a few long tests
     (the CPU hogs' test, the hub) to a worker last: it ended the run alone, one core idle for its last two
     minutes. Workers collect in this order, and pytest_configure turns xdist's reordering off, which would undo it."""
+    groups = {id(item): _group(item) for item in items}
     weight: dict[str, int] = defaultdict(int)
     first: dict[str, int] = {}
     for index, item in enumerate(items):
-        group = _group(item)
-        weight[group] += LONG_WEIGHT if item.get_closest_marker("long") is not None else 1
-        first.setdefault(group, index)
-    place = {id(item): index for index, item in enumerate(items)}
-    items.sort(key=lambda item: (-weight[_group(item)], first[_group(item)], place[id(item)]))
+        weight[groups[id(item)]] += LONG_WEIGHT if item.get_closest_marker("long") is not None else 1
+        first.setdefault(groups[id(item)], index)
+    items.sort(key=lambda item: (-weight[groups[id(item)]], first[groups[id(item)]]))  # stable: a group's own order
 
 
 def _book_tests_stay_in_their_folder(items: list[pytest.Item]) -> None:
