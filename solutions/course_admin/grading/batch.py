@@ -1,6 +1,12 @@
 """A batch of submissions graded by worker processes: one learner's data can cost only that learner.
 
-``run_batch`` grades in this process (``--jobs 1``) or in a pool of spawned workers. A worker that dies
+``run_batch`` grades in this process (``--jobs 1``) or in a pool of worker processes. The workers are forked
+from this process where that is safe: on Linux, from a process that kept torch to one thread from its start
+(``keep_to_one_thread``: `course grade` calls it first, so OpenMP never starts its threads in the process that
+prepares the chapters; a child forked after they started hangs in its first parallel operation). Each forked worker
+then takes the thread count the parent had. A fork costs a worker nothing to start (and it has the prepared
+chapters already), where a spawned worker imports torch and the grader again (about 2.5 s of CPU here); anywhere
+else (another system, a caller that did not keep to one thread) the workers are spawned. A worker that dies
 (killed by the kernel's OOM killer, a crash in a library) breaks the whole pool: every learner the pool
 still held fails with ``BrokenProcessPool``. Then the learners that were being graded at that moment
 (each worker marks the one it holds in a folder of its own) are suspects: each is graded again alone, in
@@ -15,6 +21,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -41,6 +48,7 @@ class LearnerGrade:
     chapters: list[str] | None = None  # the chapters whose rows these replace
 
 
+_FORKABLE: list[bool] = []  # keep_to_one_thread was called: this process's workers are forked
 Grade = Callable[[Submission, list[str], Options], LearnerGrade]
 Record = Callable[[LearnerGrade], None]
 WORKER_DIED = N_("the grader's worker process died while judging this submission's results (killed, e.g. by "
@@ -72,8 +80,12 @@ def worker_died(sub: Submission, numbers: list[str]) -> LearnerGrade:
                         chapters=numbers)
 
 
-def _worker_init() -> None:
+def _worker_init(threads: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)  # as a fresh process would have (the parent kept to one)
     # A parent killed outright (SIGKILL, OOM) must not leave workers grading on: die with it.
     try:
         import ctypes
@@ -95,19 +107,35 @@ def _marked(grade: Grade, marks: Path, key: int, sub: Submission, numbers: list[
         mark.unlink(missing_ok=True)
 
 
-def _pool(jobs: int) -> futures.ProcessPoolExecutor:
-    return futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_worker_init)
+def keep_to_one_thread() -> int:
+    """Torch in this process kept to one thread, so that its workers can be forked (module docstring); returns
+    the count it had, for the workers. Call it before this process's first torch operation."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    _FORKABLE.append(True)
+    return threads
+
+
+def _start_method() -> str:
+    """"fork" in a process kept to one thread from its start, on Linux; "spawn" anywhere else."""
+    return "fork" if _FORKABLE and sys.platform.startswith("linux") else "spawn"
+
+
+def _pool(jobs: int, threads: int) -> futures.ProcessPoolExecutor:
+    return futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(_start_method()),
+                                       initializer=_worker_init, initargs=(threads,))
 
 
 def _pool_round(queue: list[Submission], numbers: list[str], opts: Options, jobs: int, record: Record,
-                grade: Grade, marks: Path) -> tuple[list[Submission], list[Submission]]:
+                grade: Grade, marks: Path, threads: int) -> tuple[list[Submission], list[Submission]]:
     """Grade ``queue`` in one pool. Returns (learners to grade in a fresh pool, suspects to grade alone):
     both empty unless a worker died."""
     for old in marks.iterdir():
         old.unlink()
     broken: dict[int, Submission] = {}
-    with _pool(jobs) as pool:
+    with _pool(jobs, threads) as pool:
         pending = {pool.submit(_marked, grade, marks, key, sub, numbers, opts): key for key, sub in enumerate(queue)}
         for fut in futures.as_completed(pending):
             key = pending[fut]
@@ -122,9 +150,9 @@ def _pool_round(queue: list[Submission], numbers: list[str], opts: Options, jobs
     return [s for k, s in broken.items() if k not in suspects], [broken[k] for k in sorted(suspects)]
 
 
-def _alone(sub: Submission, numbers: list[str], opts: Options, record: Record, grade: Grade) -> None:
+def _alone(sub: Submission, numbers: list[str], opts: Options, record: Record, grade: Grade, threads: int) -> None:
     """One suspect in a pool of its own: its grade, or ``worker_died`` when this worker dies too."""
-    with _pool(1) as pool:
+    with _pool(1, threads) as pool:
         try:
             record(pool.submit(grade, sub, numbers, opts).result())
         except BrokenProcessPool:
@@ -134,9 +162,10 @@ def _alone(sub: Submission, numbers: list[str], opts: Options, record: Record, g
 
 
 def run_batch(todo: list[Submission], numbers: list[str], opts: Options, jobs: int, record: Record,
-              grade: Grade) -> None:
+              grade: Grade, threads: int = 0) -> None:
     """Grade ``todo`` with ``jobs`` worker processes (this process when 1), calling ``record`` as each
-    learner finishes (module docstring: what a worker that dies costs)."""
+    learner finishes (module docstring: what a worker that dies costs); each worker sets torch's thread count to
+    ``threads`` (0: leaves it as it starts)."""
     if jobs <= 1:
         try:
             for sub in todo:
@@ -151,8 +180,8 @@ def run_batch(todo: list[Submission], numbers: list[str], opts: Options, jobs: i
     try:
         queue = list(todo)
         while queue:
-            queue, suspects = _pool_round(queue, numbers, opts, jobs, record, grade, marks)
+            queue, suspects = _pool_round(queue, numbers, opts, jobs, record, grade, marks, threads)
             for sub in suspects:
-                _alone(sub, numbers, opts, record, grade)
+                _alone(sub, numbers, opts, record, grade, threads)
     finally:
         shutil.rmtree(marks, ignore_errors=True)

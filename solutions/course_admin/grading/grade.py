@@ -56,7 +56,7 @@ from ..records.report import export
 from ..records.rows import PREREQ_POLICIES, GradeRow, Options, total
 from ..sandbox import cold, confine, procs
 from . import plan, trained
-from .batch import LearnerGrade, chapters_of, run_batch
+from .batch import LearnerGrade, chapters_of, keep_to_one_thread, run_batch
 from .diagnose import prerequisite_notes, revise
 from .sandboxed import grade_course_lib
 from .verdict import zero_rows
@@ -281,6 +281,7 @@ def _what_remains(how: str, out: Path, filtered: bool) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args, numbers, opts = parse_args(argv)
+    threads = keep_to_one_thread() if args.jobs > 1 else 0  # its workers are forked from here (batch.py)
     isolation = choose_isolation(args)
     if isolation is None:
         return 2
@@ -329,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"  {g.learner}: {got:g}/{possible:g} ({g.seconds:.1f} s)")
 
     try:
-        run_batch(todo, numbers, opts, args.jobs, record, grade_learner)
+        run_batch(todo, numbers, opts, args.jobs, record, grade_learner, threads)
     except KeyboardInterrupt:
         print("course grade: interrupted; finished learners are saved, run the same command to go on",
               file=sys.stderr)
