@@ -143,12 +143,12 @@ def grade_one(tmp_path: Path, attention: str, budget: float, starve: bool, monke
 @pytest.mark.slow
 def test_a_starved_chapter_is_run_again_and_keeps_its_points(tmp_path: Path, monkeypatch, capsys) -> None:
     """Stopped at its wall limit with CPU to spare while (so says the meter) waiting for a CPU: run again with
-    four times the wall time, where the 7 s it needs fit; full marks, and the instructor is told."""
-    rows = grade_one(tmp_path, sleeper(7.0), 5, True, monkeypatch)
+    four times the wall time, where the 3 s it needs fit; full marks, and the instructor is told."""
+    rows = grade_one(tmp_path, sleeper(3.0), 2, True, monkeypatch)
     assert rows and all(r.status == "pass" for r in rows), [r.message for r in rows if r.status != "pass"][:3]
     said = capsys.readouterr().err
     assert "kim, chapter 02: starved by a busy machine, not slow" in said, said
-    assert "with 20 s of wall time (rerun 1 of 2)" in said, said
+    assert "with 8 s of wall time (rerun 1 of 2)" in said, said
 
 
 def test_a_sleeper_loses_its_points_at_once_with_a_message_that_says_it_waited(tmp_path: Path, monkeypatch,
@@ -168,10 +168,10 @@ def test_reruns_are_bounded_and_then_the_chapter_scores_0(tmp_path: Path, monkey
     then 0 with a message that says the machine was too busy, and the instructor is told to regrade."""
     from course_admin.grading import sandboxed
 
-    monkeypatch.setattr(sandboxed, "STARVED_WALL", (1, 1.2, 1.4))  # 5 + 6 + 7 s instead of 5 + 20 + 80
-    rows = grade_one(tmp_path, sleeper(987654.0), 5, True, monkeypatch)
+    monkeypatch.setattr(sandboxed, "STARVED_WALL", (1, 1.5, 2))  # 2 + 3 + 4 s instead of 2 + 8 + 32
+    rows = grade_one(tmp_path, sleeper(987654.0), 2, True, monkeypatch)
     assert all(r.points == 0 for r in rows if r.component != "built from scratch"), [r.message for r in rows][:3]
-    assert any("run 3 times, the last for 7 s" in r.message and "too busy" in r.message for r in rows), \
+    assert any("run 3 times, the last for 4 s" in r.message and "too busy" in r.message for r in rows), \
         [r.message for r in rows][:3]
     said = capsys.readouterr().err
     assert said.count("starved by a busy machine") == 3, said
