@@ -15,7 +15,7 @@ Nothing of the course is imported before the fork: every course module is read i
 environment is set. Where the environment differs from the server's in what Python reads only at its start
 (``PYTHON*`` but ``PYTHONPATH``, the locale), or where ``$COURSE_TEST_FORK=0``, ``run`` is ``subprocess.run``
 itself. Tests that signal or kill a running command (records/test_report.py, test_grading.py's kill and resume),
-that pin it to a CPU (test_busy_machine.py), that run it as a script (torchrun in capstone/test_training.py) and
+that run it as a script (torchrun in capstone/test_training.py) and
 the platform tests (the hub, the Gradescope zip run in its container, the exchange loop, a Windows laptop) start
 real processes as before.
 """
@@ -96,6 +96,8 @@ def command(request, fds):
             if fd > 2:
                 os.close(fd)
         os.chdir(request["cwd"])
+        if request.get("cpus"):
+            os.sched_setaffinity(0, request["cpus"])  # as a preexec_fn would (its children inherit it)
         os.environ.clear()
         os.environ.update(request["env"])
         torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or THREADS))
@@ -164,14 +166,16 @@ def _forkable(env: dict[str, str]) -> dict[str, str] | None:
 def run(args: list[str], *, cwd: str | Path | None = None, env: dict[str, str] | None = None,
         input: bytes | str | None = None, timeout: float | None = None, capture_output: bool = False,
         text: bool = False, check: bool = False, stdout: int | None = None,
-        stderr: int | None = None) -> subprocess.CompletedProcess:
+        stderr: int | None = None, cpus: set[int] | None = None) -> subprocess.CompletedProcess:
     """``subprocess.run([sys.executable, "-m", "course_lib.provided.cli", *args], ...)``, forked (see the module's
-    docstring); the same keyword arguments, return value and exceptions (TimeoutExpired, CalledProcessError)."""
+    docstring); the same keyword arguments, return value and exceptions (TimeoutExpired, CalledProcessError).
+    ``cpus``: the command and what it starts run on these CPUs alone (``os.sched_setaffinity``)."""
     command = [sys.executable, "-m", MODULE, *args]
     environment = dict(os.environ if env is None else env)
     if _forkable(environment) is None:
+        pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
         return subprocess.run(command, cwd=cwd, env=env, input=input, timeout=timeout, check=check, text=text,
-                              capture_output=capture_output, stdout=stdout, stderr=stderr)
+                              capture_output=capture_output, stdout=stdout, stderr=stderr, preexec_fn=pin)
     path, _ = _server()
     files = []
 
@@ -197,7 +201,8 @@ def run(args: list[str], *, cwd: str | Path | None = None, env: dict[str, str] |
         fd_in = 0
     fd_out = where(stdout, 1)
     fd_err = fd_out if stderr == subprocess.STDOUT else where(stderr, 2)
-    request = {"argv": list(args), "module": MODULE, "cwd": os.path.abspath(cwd or os.getcwd()), "env": environment}
+    request = {"argv": list(args), "module": MODULE, "cwd": os.path.abspath(cwd or os.getcwd()), "env": environment,
+               "cpus": sorted(cpus or ())}
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.connect(path)

@@ -30,6 +30,8 @@ if "random" in sys.argv:
     import numpy, torch; print(random.random(), numpy.random.random(), torch.rand(1).item())
 if "parent" in sys.argv:
     print("parent", os.getppid())
+if "cpus" in sys.argv:
+    print("cpus", sorted(os.sched_getaffinity(0)))
 sys.exit(int(os.environ.get("CODE", "0")))
 """
 
@@ -103,3 +105,16 @@ def test_forked_unless_python_reads_the_difference_at_its_start(planted: Path, m
     assert parent(PYTHONHASHSEED="12345") == os.getpid()
     monkeypatch.setenv("COURSE_TEST_FORK", "0")  # as `COURSE_TEST_FORK=0 make test` sets it
     assert parent() == os.getpid()
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: nothing to pin to")
+def test_cpus_pins_the_command_both_ways(planted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cpus`` is what test_busy_machine.py's preexec_fn did: the command runs on those CPUs alone, forked or not;
+    without it, on every CPU this process has."""
+    one = {max(os.sched_getaffinity(0))}
+    def cpus(**kw) -> str:
+        done = course_cli.run(["cpus"], cwd=planted, capture_output=True, text=True, **kw)
+        return done.stdout.split("cpus ")[1].splitlines()[0]
+    assert cpus(cpus=one) == str(sorted(one)) and cpus() == str(sorted(os.sched_getaffinity(0)))
+    monkeypatch.setenv("COURSE_TEST_FORK", "0")
+    assert cpus(cpus=one) == str(sorted(one))

@@ -24,6 +24,7 @@ import pytest
 
 from course_lib.provided.layout import LAYOUT
 
+from .. import course_cli
 from .. import planted as plant
 
 pytestmark = [
@@ -93,10 +94,10 @@ def test_correct_learners_beside_cpu_hogs_keep_full_marks_and_a_loop_still_loses
         plan.save_prepared(number, tmp_path / "out" / ".prepared")
     hogs = start_hogs(HOGS)
     try:
-        proc = subprocess.run([sys.executable, "-m", "course_lib.provided.cli", "grade", str(tmp_path / "subs"),
-                               "--out", str(tmp_path / "out"), "--jobs", "2", "--timeout", str(TIMEOUT),
-                               "--no-notebooks", "--memory", "1536", "--trust-learners", "--chapters", "ch02"],
-                              cwd=LAYOUT.root, capture_output=True, text=True, timeout=3600, preexec_fn=pinned)
+        proc = course_cli.run(["grade", str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--jobs", "2",
+                               "--timeout", str(TIMEOUT), "--no-notebooks", "--memory", "1536", "--trust-learners",
+                               "--chapters", "ch02"], cwd=LAYOUT.root, capture_output=True, text=True, timeout=3600,
+                              cpus=ONE_CPU)
     finally:
         stop_hogs(hogs)
     assert proc.returncode == 0, proc.stdout + proc.stderr
