@@ -8,7 +8,10 @@ nothing these tests check. Measured here: 150 steps with bigrams 80.8% on test (
 without bigrams 250 steps 81.2% (89 s), 200 steps 79.3%, 300 steps of 32 79.9% (too near the bar of 78%).
 Verify's tests re-run short recipes of their own (test_verify.py: since verify trains the recipe with the
 reference's code, what it shows does not grow with the steps), and that the preset's whole runs fit verify's
-default limits is read from the recorded runs. Tests only read the run; what one changes, it copies first."""
+default limits is read from the recorded runs. Tests only read the run; what one changes, it copies first.
+
+A weak run, two steps of the quick preset evaluated after each (about 8 s), is shared the same way by
+test_trained.py, test_handin.py and test_leaderboard.py: trained once on each worker that runs one of them."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,3 +31,11 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     return _run(tmp_path_factory.mktemp("quick"), steps=STRONG_STEPS, eval_every=STRONG_STEPS,
                 extra=("--lr", "3e-3", *BIGRAMS))
+
+
+@pytest.fixture(scope="session")
+def two_step_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A quick-preset run of 2 steps, evaluated after each: what a weak learner hands in (read only; copy to change)."""
+    from .test_trained import _run
+
+    return _run(tmp_path_factory.mktemp("two_steps"), steps=2, eval_every=1)

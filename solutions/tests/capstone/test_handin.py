@@ -20,9 +20,7 @@ from safetensors.torch import load, save_file
 
 from course_lib.provided.capstone import handin
 from course_lib.provided.capstone.handin import HandInError
-from course_lib.provided.capstone.run import main
 
-from course_lib.provided.capstone.baselines import BASELINES
 from .test_training import one_thread  # noqa: F401 - autouse: tiny models, one thread
 
 pytestmark = [pytest.mark.training]
@@ -37,27 +35,17 @@ def read_state(submission: Path) -> dict[str, torch.Tensor]:
     return load(weights_path(submission).read_bytes())
 
 
-def finetune(out_dir: Path, *extra: str) -> Path:
-    command = ["finetune", "--model", "transformer", "--quick", "--impl", "reference", "--steps", "2",
-               "--eval-every", "1", "--out", str(out_dir), "--no-progress", *extra]
-    assert main(command) == 0
-    return out_dir / "finetune-transformer-quick"
-
-
 @pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """One real run and its hand-in for the whole module (a run, scored on valid and test, takes seconds)."""
+def pristine(two_step_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The session's 2-step run (conftest.py) and its hand-in, packed once for the whole module."""
     root = tmp_path_factory.mktemp("handin")
-    cached = [dict(name=name, valid_accuracy=0.111, test_accuracy=0.222, seconds=0.0) for name in BASELINES]
-    (root / "baselines.json").write_text(json.dumps({"split_sizes": [13_870, 1_727, 1_723], "results": cached}))
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(1)  # as the run was trained: packing scores it on valid again
     try:
-        run = finetune(root)
-        handin.pack(run, root / "submission", impl="reference")
+        handin.pack(two_step_run, root / "submission", impl="reference")
     finally:
         torch.set_num_threads(threads)
-    return run, root / "submission"
+    return two_step_run, root / "submission"
 
 
 @pytest.fixture

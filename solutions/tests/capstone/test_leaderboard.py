@@ -32,7 +32,7 @@ from course_admin.records.report import feedback_markdown
 from course_admin.records.rows import GradeRow
 from course_lib.provided.capstone import handin
 
-from .test_trained import _run, submission
+from .test_trained import submission
 from .test_training import one_thread  # noqa: F401 - autouse: one thread
 
 pytestmark = [pytest.mark.grading, pytest.mark.training]
@@ -44,9 +44,10 @@ PLANTED = {"preset": f"quick\n{FORGED}", "seed": f"0\n{FORGED}", "device": "<scr
 
 
 @pytest.fixture(scope="module")
-def handed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A chapter 08 submission with a 2-step run's hand-in (packing scores it on valid: once a module)."""
-    return submission(tmp_path_factory.mktemp("board"), "handed", _run(tmp_path_factory.mktemp("run"), steps=2))
+def handed(two_step_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A chapter 08 submission with the session's 2-step run's hand-in (conftest.py; packing scores it on valid:
+    once a module)."""
+    return submission(tmp_path_factory.mktemp("board"), "handed", two_step_run)
 
 
 def copy(handed: Path, root: Path, learner: str) -> Path:
