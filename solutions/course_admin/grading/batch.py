@@ -48,7 +48,7 @@ class LearnerGrade:
     chapters: list[str] | None = None  # the chapters whose rows these replace
 
 
-_FORKABLE: list[bool] = []  # keep_to_one_thread was called: this process's workers are forked
+_KEPT: list[int] = []  # the thread count keep_to_one_thread found: this process's workers are forked, and take it
 Grade = Callable[[Submission, list[str], Options], LearnerGrade]
 Record = Callable[[LearnerGrade], None]
 WORKER_DIED = N_("the grader's worker process died while judging this submission's results (killed, e.g. by "
@@ -107,35 +107,34 @@ def _marked(grade: Grade, marks: Path, key: int, sub: Submission, numbers: list[
         mark.unlink(missing_ok=True)
 
 
-def keep_to_one_thread() -> int:
-    """Torch in this process kept to one thread, so that its workers can be forked (module docstring); returns
-    the count it had, for the workers. Call it before this process's first torch operation."""
+def keep_to_one_thread() -> None:
+    """Torch in this process kept to one thread, so that its workers can be forked (module docstring); the count
+    it had goes to each worker. Call it before this process's first torch operation."""
     import torch
 
-    threads = torch.get_num_threads()
+    _KEPT.append(torch.get_num_threads())
     torch.set_num_threads(1)
-    _FORKABLE.append(True)
-    return threads
 
 
 def _start_method() -> str:
     """"fork" in a process kept to one thread from its start, on Linux; "spawn" anywhere else."""
-    return "fork" if _FORKABLE and sys.platform.startswith("linux") else "spawn"
+    return "fork" if _KEPT and sys.platform.startswith("linux") else "spawn"
 
 
-def _pool(jobs: int, threads: int) -> futures.ProcessPoolExecutor:
-    return futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(_start_method()),
-                                       initializer=_worker_init, initargs=(threads,))
+def _pool(jobs: int) -> futures.ProcessPoolExecutor:
+    method = _start_method()
+    return futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context(method),
+                                       initializer=_worker_init, initargs=(_KEPT[0] if method == "fork" else 0,))
 
 
 def _pool_round(queue: list[Submission], numbers: list[str], opts: Options, jobs: int, record: Record,
-                grade: Grade, marks: Path, threads: int) -> tuple[list[Submission], list[Submission]]:
+                grade: Grade, marks: Path) -> tuple[list[Submission], list[Submission]]:
     """Grade ``queue`` in one pool. Returns (learners to grade in a fresh pool, suspects to grade alone):
     both empty unless a worker died."""
     for old in marks.iterdir():
         old.unlink()
     broken: dict[int, Submission] = {}
-    with _pool(jobs, threads) as pool:
+    with _pool(jobs) as pool:
         pending = {pool.submit(_marked, grade, marks, key, sub, numbers, opts): key for key, sub in enumerate(queue)}
         for fut in futures.as_completed(pending):
             key = pending[fut]
@@ -150,9 +149,9 @@ def _pool_round(queue: list[Submission], numbers: list[str], opts: Options, jobs
     return [s for k, s in broken.items() if k not in suspects], [broken[k] for k in sorted(suspects)]
 
 
-def _alone(sub: Submission, numbers: list[str], opts: Options, record: Record, grade: Grade, threads: int) -> None:
+def _alone(sub: Submission, numbers: list[str], opts: Options, record: Record, grade: Grade) -> None:
     """One suspect in a pool of its own: its grade, or ``worker_died`` when this worker dies too."""
-    with _pool(1, threads) as pool:
+    with _pool(1) as pool:
         try:
             record(pool.submit(grade, sub, numbers, opts).result())
         except BrokenProcessPool:
@@ -162,10 +161,9 @@ def _alone(sub: Submission, numbers: list[str], opts: Options, record: Record, g
 
 
 def run_batch(todo: list[Submission], numbers: list[str], opts: Options, jobs: int, record: Record,
-              grade: Grade, threads: int = 0) -> None:
+              grade: Grade) -> None:
     """Grade ``todo`` with ``jobs`` worker processes (this process when 1), calling ``record`` as each
-    learner finishes (module docstring: what a worker that dies costs); each worker sets torch's thread count to
-    ``threads`` (0: leaves it as it starts)."""
+    learner finishes (module docstring: what a worker that dies costs)."""
     if jobs <= 1:
         try:
             for sub in todo:
@@ -180,8 +178,8 @@ def run_batch(todo: list[Submission], numbers: list[str], opts: Options, jobs: i
     try:
         queue = list(todo)
         while queue:
-            queue, suspects = _pool_round(queue, numbers, opts, jobs, record, grade, marks, threads)
+            queue, suspects = _pool_round(queue, numbers, opts, jobs, record, grade, marks)
             for sub in suspects:
-                _alone(sub, numbers, opts, record, grade, threads)
+                _alone(sub, numbers, opts, record, grade)
     finally:
         shutil.rmtree(marks, ignore_errors=True)

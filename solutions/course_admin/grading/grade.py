@@ -281,7 +281,8 @@ def _what_remains(how: str, out: Path, filtered: bool) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args, numbers, opts = parse_args(argv)
-    threads = keep_to_one_thread() if args.jobs > 1 else 0  # its workers are forked from here (batch.py)
+    if args.jobs > 1:
+        keep_to_one_thread()  # its workers are forked from here (batch.py)
     isolation = choose_isolation(args)
     if isolation is None:
         return 2
@@ -330,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
             _say(f"  {g.learner}: {got:g}/{possible:g} ({g.seconds:.1f} s)")
 
     try:
-        run_batch(todo, numbers, opts, args.jobs, record, grade_learner, threads)
+        run_batch(todo, numbers, opts, args.jobs, record, grade_learner)
     except KeyboardInterrupt:
         print("course grade: interrupted; finished learners are saved, run the same command to go on",
               file=sys.stderr)
