@@ -46,7 +46,9 @@ MARKS = {
 # The order a test is counted under when it carries several marks: the costliest thing it pays for.
 COST_ORDER = ("hub", "install", "grading", "training", "book", "slow")
 BOOK_TESTS = "solutions/tests/book/"  # where every `book` test lives (from the root): all `make test-book` collects
-LONG_WEIGHT = 60  # a `long` test counts as this many tests when the groups are ordered (_long_groups_first)
+LONG_WEIGHT = 60  # a `long` test counts as this many tests when the groups are ordered (_long_groups_first),
+SLOW_WEIGHT = 10  # a `slow` one as this many,
+PAID_WEIGHT = 3   # and one that pays for one of MARKS (a grading run, a training, ...) as this many
 CALL_LIMIT_S = 30.0
 GROSS = 3.0
 OVER = 1.5
@@ -89,16 +91,27 @@ def _group(item: pytest.Item) -> str:
                             for m in item.iter_markers("xdist_group")}))
 
 
+def _weight(item: pytest.Item) -> int:
+    """What a test counts for when the groups are ordered: its marks' guess at its time (no earlier run is read)."""
+    if item.get_closest_marker("long") is not None:
+        return LONG_WEIGHT
+    if item.get_closest_marker("slow") is not None:
+        return SLOW_WEIGHT
+    return PAID_WEIGHT if any(item.get_closest_marker(mark) is not None for mark in MARKS) else 1
+
+
 def _long_groups_first(items: list[pytest.Item]) -> None:
-    """The order pytest-xdist hands the groups out in: by weight, a test counting 1 and a test marked ``long``
-    LONG_WEIGHT, the heaviest first. pytest-xdist's own order (most tests first) sent a group of a few long tests
-    (the CPU hogs' test, the hub) to a worker last: it ended the run alone, one core idle for its last two
-    minutes. Workers collect in this order, and pytest_configure turns xdist's reordering off, which would undo it."""
+    """The order pytest-xdist hands the groups out in: by weight (``_weight``: 1 for a quick test, more for one that
+    pays for something, is ``slow`` or ``long``), the heaviest first. pytest-xdist's own order (most tests first)
+    sent a group of a few long tests (the CPU hogs' test, the hub) to a worker last: it ended the run alone, one
+    core idle for its last two minutes; counting only ``long`` tests, a file of two slow ones (35 s) still came
+    last, and one worker waited 40 s for the other. Workers collect in this order, and pytest_configure turns
+    xdist's reordering off, which would undo it."""
     groups = {id(item): _group(item) for item in items}
     weight: dict[str, int] = defaultdict(int)
     first: dict[str, int] = {}
     for index, item in enumerate(items):
-        weight[groups[id(item)]] += LONG_WEIGHT if item.get_closest_marker("long") is not None else 1
+        weight[groups[id(item)]] += _weight(item)
         first.setdefault(groups[id(item)], index)
     items.sort(key=lambda item: (-weight[groups[id(item)]], first[groups[id(item)]]))  # stable: a group's own order
 

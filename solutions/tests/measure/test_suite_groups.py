@@ -67,12 +67,14 @@ def test_a_book_test_outside_the_book_folder_stops_the_run(tmp_path: Path) -> No
 
 def test_a_group_with_a_long_test_is_handed_out_first(tmp_path: Path) -> None:
     """pytest-xdist hands out the group with the most tests first: a file of one long test came last and ended the
-    run alone. One worker runs the groups in the order they are handed out: the `long` one first, then the rest
-    by their count of tests (as xdist would). Without the plugin the long file runs last; with the plugin but not its
-    order (checked by hand), the collection's order: alpha, beta, omega."""
-    for name, count in (("alpha", 2), ("beta", 5)):
+    run alone. One worker runs the groups in the order they are handed out, by weight (suite_times._weight): the
+    `long` one first (60), one `slow` test (10), two `grading` tests (3 each), five quick ones, two quick ones.
+    Without the plugin the long file runs last; with the plugin but not its order (checked by hand), the
+    collection's order: alpha, beta, delta, gamma, omega."""
+    for name, count, mark in (("alpha", 2, ""), ("beta", 5, ""), ("gamma", 1, "@pytest.mark.slow\n"),
+                              ("delta", 2, "@pytest.mark.grading\n")):
         (tmp_path / f"test_{name}.py").write_text(
-            f"import os\nimport pytest\n\n@pytest.mark.parametrize('n', range({count}))\ndef test_{name}(n):\n"
+            f"import os\nimport pytest\n\n{mark}@pytest.mark.parametrize('n', range({count}))\ndef test_{name}(n):\n"
             f"    open(os.environ['RAN_LOG'], 'a').write('{name}\\n')\n", encoding="utf-8")
     (tmp_path / "test_omega.py").write_text(
         "import os\nimport pytest\n\n@pytest.mark.long\ndef test_omega():\n"
@@ -86,8 +88,8 @@ def test_a_group_with_a_long_test_is_handed_out_first(tmp_path: Path) -> None:
                                "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestUnknownMarkWarning", "."],
                               cwd=tmp_path, capture_output=True, text=True, timeout=120,
                               env={**os.environ, "RAN_LOG": str(log)})
-        assert done.returncode == 0 and "8 passed" in done.stdout, done.stdout + done.stderr
+        assert done.returncode == 0 and "11 passed" in done.stdout, done.stdout + done.stderr
         return list(dict.fromkeys(log.read_text(encoding="utf-8").split()))
 
-    assert order("-p", "course_admin.measure.suite_times") == ["omega", "beta", "alpha"]
+    assert order("-p", "course_admin.measure.suite_times") == ["omega", "gamma", "delta", "beta", "alpha"]
     assert order()[-1] == "omega"  # without the plugin: collected last, run last
