@@ -47,14 +47,17 @@ def two_step_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     from .test_trained import _run
 
+    def train(root: Path) -> Path:
+        return _run(root, steps=2, eval_every=1)
+
     if not os.environ.get("PYTEST_XDIST_WORKER"):  # no xdist: this process's own
-        return _run(tmp_path_factory.mktemp("two_steps"), steps=2, eval_every=1)
+        return train(tmp_path_factory.mktemp("two_steps"))
     root = tmp_path_factory.getbasetemp().parent / "two_steps"  # pytest-N/, every worker's basetemp's parent
     try:
         with FileLock(f"{root}.lock", timeout=0):
             if not (root / RUN_NAME / "summary.json").is_file():  # not yet, or a worker died while training it
                 shutil.rmtree(root, ignore_errors=True)
-                _run(root, steps=2, eval_every=1)
+                train(root)
             return root / RUN_NAME
     except Timeout:  # the other worker is training it now: this one trains its own rather than wait with a core idle
-        return _run(tmp_path_factory.mktemp("two_steps"), steps=2, eval_every=1)
+        return train(tmp_path_factory.mktemp("two_steps"))

@@ -21,6 +21,7 @@ from safetensors.torch import load, save_file
 from course_lib.provided.capstone import handin
 from course_lib.provided.capstone.handin import HandInError
 
+from .test_trained import packed_handin
 from .test_training import one_thread  # noqa: F401 - autouse: tiny models, one thread
 
 pytestmark = [pytest.mark.training]
@@ -37,14 +38,10 @@ def read_state(submission: Path) -> dict[str, torch.Tensor]:
 
 @pytest.fixture(scope="module")
 def pristine(two_step_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """The session's 2-step run (conftest.py) and its hand-in, packed once for the whole module."""
+    """The session's 2-step run (conftest.py) and its hand-in, packed once a process (test_trained.packed_handin,
+    shared with the planted classes' submissions)."""
     root = tmp_path_factory.mktemp("handin")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as the run was trained: packing scores it on valid again
-    try:
-        handin.pack(two_step_run, root / "submission", impl="reference")
-    finally:
-        torch.set_num_threads(threads)
+    shutil.copytree(packed_handin(two_step_run), root / "submission" / handin.FOLDER)
     return two_step_run, root / "submission"
 
 

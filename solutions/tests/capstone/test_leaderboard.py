@@ -45,8 +45,7 @@ PLANTED = {"preset": f"quick\n{FORGED}", "seed": f"0\n{FORGED}", "device": "<scr
 
 @pytest.fixture(scope="module")
 def handed(two_step_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A chapter 08 submission with the session's 2-step run's hand-in (conftest.py; packing scores it on valid:
-    once a module)."""
+    """A chapter 08 submission with the session's 2-step run's hand-in (conftest.py; packed once a process)."""
     return submission(tmp_path_factory.mktemp("board"), "handed", two_step_run)
 
 

@@ -56,13 +56,19 @@ _PACKED: dict[tuple, Path] = {}
 def packed_handin(run: Path) -> Path:
     """``run``'s hand-in folder (``handin.pack``), packed once a process for each state of the run's files and
     copied into each submission: pack scores the weights on valid first (2.4 s a call, about twenty calls a session
-    on three runs). A test that changes a run's files gets a fresh pack of them."""
+    on three runs). A test that changes a run's files gets a fresh pack of them. Scored on one thread, as the
+    runs were trained (a module fixture that calls it runs before the autouse ``one_thread``)."""
     files = sorted(p for p in run.rglob("*") if p.is_file())
     key = (str(run), tuple((str(p.relative_to(run)), p.stat().st_size, p.stat().st_mtime_ns) for p in files))
     if key not in _PACKED:
         into = Path(tempfile.mkdtemp(prefix="packed_"))
         atexit.register(shutil.rmtree, into, True)
-        _PACKED[key] = handin.pack(run, into, impl="reference")
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            _PACKED[key] = handin.pack(run, into, impl="reference")
+        finally:
+            torch.set_num_threads(threads)
     return _PACKED[key]
 
 
