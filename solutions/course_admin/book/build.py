@@ -95,6 +95,10 @@ def build_english(jobs: int, out: Path = BUILD / "html", doctrees: Path | None =
     if jobs == 1:
         return run_sphinx("html", out, doctrees, {}, jobs)
     declare_silent_safe()
+    # the execution cache's database made here, before the pages are read in parallel: two readers of a fresh
+    # cache each found no database and created its tables at once ("table settings already exists", seen on CI)
+    from jupyter_cache import get_cache
+    get_cache(BUILD / ".jupyter_cache").db
     chunks = sphinx.builders.make_chunks  # type: ignore[attr-defined]
     sphinx.builders.make_chunks = longest_first  # type: ignore[attr-defined]  # read and write by page
     try:
