@@ -58,19 +58,21 @@ def _closed_folders(paths: list[Path]) -> list[Path]:
 
 
 def _opened(folder: Path, stage: Path) -> list[str]:
-    """Shell lines that cover ``folder`` with an open tmpfs holding what it held: each entry bound back
-    from ``stage`` (an empty folder outside it) keeps its own mode, links are made again."""
+    """Shell lines that cover ``folder`` with an open tmpfs holding what it holds when they run: the folder is
+    bound to ``stage`` (an empty folder outside it), then each entry is bound back from there with its own
+    mode, and links are made again. The entries are listed by the shell, not here: a file another process
+    removes between the listing and its mount is left out, where a listing made earlier failed the mount."""
     q = shlex.quote
-    before, after = [f"mkdir -p {q(str(stage))}"], [f"mount -t tmpfs -o size=1m,mode=755 opened {q(str(folder))}"]
-    for i, entry in enumerate(sorted(os.scandir(folder), key=lambda e: e.name)):
-        real, held = q(entry.path), q(str(stage / str(i)))
-        if entry.is_symlink():
-            after.append(f"ln -s {q(os.readlink(entry.path))} {real}")
-            continue
-        make = "mkdir -p" if entry.is_dir() else "touch"
-        before += [f"{make} {held}", f"mount --bind {real} {held}"]
-        after += [f"{make} {real}", f"mount --bind {held} {real}"]
-    return before + after
+    held, into = q(str(stage)), q(str(folder))
+    return [f"mkdir -p {held}", f"mount --bind {into} {held}",
+            f"mount -t tmpfs -o size=1m,mode=755 opened {into}",
+            f"for e in {held}/* {held}/.[!.]* {held}/..?*; do",
+            f'  t={into}/"${{e##*/}}"',
+            '  if [ -L "$e" ]; then ln -s "$(readlink "$e")" "$t"',
+            '  elif [ -d "$e" ]; then mkdir "$t"; mount --bind "$e" "$t" || [ ! -e "$e" ]',
+            '  elif [ -e "$e" ]; then touch "$t"; mount --bind "$e" "$t" || [ ! -e "$e" ]',
+            "  fi",
+            "done"]
 
 
 def opening(keep: list[Path], scratch: Path) -> list[str]:

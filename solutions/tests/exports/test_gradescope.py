@@ -121,7 +121,9 @@ def run_autograder(root: Path, files: dict[str, str | bytes], container: str = "
         scratch.mkdir(exist_ok=True)
         argv = docker_like.wrap(argv, keep=[REPO_ROOT, root], scratch=scratch)
     proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=900)
-    data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    written = root / "results" / "results.json"
+    assert written.is_file(), f"{container}: no results.json (exit {proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+    data = json.loads(written.read_text(encoding="utf-8"))
     jsonschema.validate(data, SCHEMA)
     assert stat.S_IMODE(os.stat(root / "submission_metadata.json").st_mode) == 0o600  # earlier results closed
     return data, proc.stdout + proc.stderr
@@ -342,3 +344,32 @@ def test_the_schema_catches_what_gradescope_refuses() -> None:
                 {"score": 1.0, "tests": [{"name": "a", "score": 1, "hidden": True}]}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, SCHEMA)
+
+
+@needs_root
+def test_a_closed_folder_is_opened_with_what_it_holds_when_the_container_starts() -> None:
+    """docker_like.opening lists a closed folder (pyenv's /root) when its shell runs, not when its lines are
+    written: a file another process removed meanwhile is left out instead of failing the container's start
+    (run_autograder then wrote no results.json), one it added is there, and each entry keeps its mode."""
+    closed, scratch = Path(tempfile.mkdtemp(prefix="closed_")), Path(tempfile.mkdtemp(prefix="scratch_"))
+    try:  # both outside pytest's tmp_path, itself in a closed folder: the scratch must stay in view
+        (closed / "folder").mkdir(mode=0o755)
+        (closed / "kept").write_text("kept\n")
+        (closed / "gone").write_text("")
+        (closed / "link").symlink_to("kept")
+        os.chmod(closed / "kept", 0o640)
+        os.chmod(scratch, 0o755)
+        lines = docker_like.opening([closed], scratch)
+        (closed / "gone").unlink()
+        (closed / "added").write_text("")
+        os.chmod(closed / "added", 0o604)
+        script = "\n".join(["set -e", *lines, f"cd {closed}", "stat -c '%a %n' . *", "cat link"])
+        proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script],
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        shutil.rmtree(closed, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert proc.returncode == 0, proc.stderr
+    shown = dict(line.split(" ", 1)[::-1] for line in proc.stdout.splitlines()[:-1])
+    assert shown == {".": "755", "added": "604", "folder": "755", "kept": "640", "link": "777"}, proc.stdout
+    assert proc.stdout.endswith("kept\n")
