@@ -20,9 +20,10 @@ def test_a_closed_folder_is_opened_with_what_it_holds_when_the_container_starts(
     """docker_like.opening lists a closed folder (pyenv's /root) when its shell runs, not when its lines are
     written, and stages nothing per entry in the scratch folder that every run of a module shares. A file
     another process removes after the lines are written is left out, and a folder that a test's Jupyter adds
-    to /root between two runs (.ipython: the entries' places shift) is there. Each of them failed the
-    container's start before (a staged file where a folder now goes), and run_autograder then found no
-    results.json: on a fresh machine's CI, every Docker-like run after another test had made /root/.ipython.
+    to /root between two runs (.ipython: the entries' places shift) is there. Each failed the container's
+    start before (the mount of a file that was gone; a staged file where a folder now went), and
+    run_autograder then found no results.json: on a fresh machine's CI, every Docker-like run after another
+    test had made /root/.ipython.
     Each entry keeps its mode."""
     closed, scratch = Path(tempfile.mkdtemp(prefix="closed_")), Path(tempfile.mkdtemp(prefix="scratch_"))
 

@@ -122,7 +122,8 @@ def run_autograder(root: Path, files: dict[str, str | bytes], container: str = "
         argv = docker_like.wrap(argv, keep=[REPO_ROOT, root], scratch=scratch)
     proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=900)
     written = root / "results" / "results.json"
-    assert written.is_file(), f"{container}: no results.json (exit {proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+    assert written.is_file(), (f"{container}: no results.json (exit {proc.returncode}):\n"
+                               f"{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
     data = json.loads(written.read_text(encoding="utf-8"))
     jsonschema.validate(data, SCHEMA)
     assert stat.S_IMODE(os.stat(root / "submission_metadata.json").st_mode) == 0o600  # earlier results closed
@@ -344,4 +345,3 @@ def test_the_schema_catches_what_gradescope_refuses() -> None:
                 {"score": 1.0, "tests": [{"name": "a", "score": 1, "hidden": True}]}):
         with pytest.raises(jsonschema.ValidationError):
             jsonschema.validate(bad, SCHEMA)
-
