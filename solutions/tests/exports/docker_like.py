@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import shlex
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -87,18 +88,37 @@ def opening(keep: list[Path], scratch: Path) -> list[str]:
     return lines
 
 
+def unshare_works() -> bool:
+    """Whether this process may make a mount namespace of its own (``unshare --mount``: root, and allowed here)."""
+    try:
+        return subprocess.run(["unshare", "--mount", "true"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def in_mount_namespace(lines: list[str], command: list[str]) -> list[str]:
+    """The argv that runs the shell ``lines`` in a mount namespace of its own (stopping at the first that fails),
+    then executes ``command`` there."""
+    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+            "\n".join(["set -e", *lines, 'exec "$@"']), "sh", *command]
+
+
+def with_python_open(command: list[str], keep: list[Path], scratch: Path) -> list[str]:
+    """The argv that runs ``command`` where every folder closed to others on the way to Python and to ``keep``
+    is open (``opening``), and nothing else is changed: what another uid needs to run this venv's Python."""
+    return in_mount_namespace(opening(keep, scratch), command)
+
+
 def wrap(command: list[str], keep: list[Path], scratch: Path, memory_bytes: int = GRADESCOPE_MEMORY) -> list[str]:
     """The argv that runs ``command`` in a mount namespace of its own (read-only cgroup file system with
     the container's memory limit; every folder closed to others on the way to Python and to ``keep``
     opened, through ``scratch``, an empty folder open to all), under Docker's capabilities and seccomp
     rules."""
-    lines = ["set -e", "mount -t tmpfs -o size=1m,mode=755 cgroup /sys/fs/cgroup",
-             f"printf %s {memory_bytes} > /sys/fs/cgroup/memory.max",
-             "mount -o remount,ro,size=1m tmpfs /sys/fs/cgroup"]
-    lines += opening(keep, scratch)
-    lines.append('exec "$@"')
-    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", "\n".join(lines), "sh",
-            sys.executable, str(Path(__file__).resolve()), *command]
+    cgroup = ["mount -t tmpfs -o size=1m,mode=755 cgroup /sys/fs/cgroup",
+              f"printf %s {memory_bytes} > /sys/fs/cgroup/memory.max",
+              "mount -o remount,ro,size=1m tmpfs /sys/fs/cgroup"]
+    confined = [sys.executable, str(Path(__file__).resolve()), *command]  # main(): Docker's rules, then command
+    return in_mount_namespace(cgroup + opening(keep, scratch), confined)
 
 
 def main(argv: list[str]) -> int:

@@ -158,10 +158,9 @@ c.JupyterHub.load_roles.append({{"name": "driver", "services": ["driver"],
         shutil.copy(NBGRADER_CONFIG, self.root / "etc-jupyter" / "nbgrader_config.py")
         overlay = self._overlay()
         q = shlex.quote
-        lines = ["set -e", *docker_like.opening([REPO_ROOT, self.root], self.scratch),
+        lines = [*docker_like.opening([REPO_ROOT, self.root], self.scratch),
                  f"mount --bind {q(str(self.root / 'passwd'))} /etc/passwd",
-                 f"mount --bind {q(str(self.root / 'group'))} /etc/group",
-                 'exec "$@"']
+                 f"mount --bind {q(str(self.root / 'group'))} /etc/group"]
         env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
                "TFS_COURSE": self.course, "TFS_INSTRUCTORS": " ".join(self.instructors),
                "TFS_LEARNERS": " ".join(self.learners), "TFS_GRADER_HOME": str(self.home(self.grader)),
@@ -169,8 +168,7 @@ c.JupyterHub.load_roles.append({{"name": "driver", "services": ["driver"],
         log = open(self.root / "jupyterhub.log", "wb")  # noqa: SIM115 - closed in stop()
         self._log = log
         self.proc = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", "\n".join(lines), "sh",
-             str(BIN / "jupyterhub"), "-f", str(overlay)],
+            docker_like.in_mount_namespace(lines, [str(BIN / "jupyterhub"), "-f", str(overlay)]),
             cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self._wait(lambda: requests.get(f"{self.url}/hub/api/", timeout=5).ok, "the hub to answer")
         for name in self.names:

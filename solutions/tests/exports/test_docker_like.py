@@ -30,9 +30,8 @@ def test_a_closed_folder_is_opened_with_what_it_holds_when_the_container_starts(
     def seen(change) -> subprocess.CompletedProcess:
         lines = docker_like.opening([closed], scratch)
         change()
-        script = "\n".join(["set -e", *lines, f"cd {closed}", "stat -c '%a %n' . *", "cat link"])
-        return subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script],
-                              capture_output=True, text=True, timeout=60)
+        shown = ["/bin/sh", "-c", f"cd {closed} && stat -c '%a %n' . * && cat link"]
+        return subprocess.run(docker_like.in_mount_namespace(lines, shown), capture_output=True, text=True, timeout=60)
 
     def remove_one_add_one() -> None:
         (closed / "gone").unlink()

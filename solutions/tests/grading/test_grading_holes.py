@@ -42,9 +42,11 @@ def course(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=900)
 
 
+GRADE_FLAGS = ("--timeout", "10", "--no-notebooks", "--memory", "1536", "--chapters", "ch02")
+
+
 def grade(paths: list[Path], out: Path, *extra: str) -> subprocess.CompletedProcess:
-    return course("grade", *map(str, paths), "--out", str(out), "--timeout", "10", "--no-notebooks",
-                  "--memory", "1536", "--chapters", "ch02", *extra)
+    return course("grade", *map(str, paths), "--out", str(out), *GRADE_FLAGS, *extra)
 
 
 def by_learner(rows: list[dict]) -> dict[str, list[dict]]:
@@ -204,20 +206,21 @@ def _grade_with_python_open(tmp_path: Path, paths: list[Path], out: Path, *extra
 
     scratch = tmp_path / "opened"
     scratch.mkdir(mode=0o755)
-    lines = ["set -e", *docker_like.opening([REPO], scratch), 'exec "$@"']
     argv = [sys.executable, "-m", "course_lib.provided.cli", "grade", *map(str, paths), "--out", str(out),
-            "--timeout", "10", "--no-notebooks", "--memory", "1536", "--chapters", "ch02", *extra]
+            *GRADE_FLAGS, *extra]
     env = {k: v for k, v in os.environ.items() if k != procs.SWITCH}
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", "\n".join(lines),
-                           "sh", *argv], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run(docker_like.with_python_open(argv, [REPO], scratch), cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=900)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the unprivileged uid needs a root grader")
 def test_rlimits_as_root_runs_learner_code_unprivileged(tmp_path):
     """Where Python cannot run as another uid (pyenv under a /root of mode 700, as on this project's machines),
     the grading runs where its folders are opened to other uids, so that the test runs everywhere."""
+    from ..exports import docker_like
+
     opened = not _python_runs_unprivileged()
-    if opened and subprocess.run(["unshare", "--mount", "true"], capture_output=True, timeout=30).returncode != 0:
+    if opened and not docker_like.unshare_works():
         pytest.skip(f"Python cannot run as another uid here: {procs.unprivileged()[1][:200]}")
     out, victim = tmp_path / "out", tmp_path / "victim"
     victim.mkdir()

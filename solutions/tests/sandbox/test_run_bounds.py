@@ -27,6 +27,7 @@ from course_lib.provided.layout import LAYOUT
 
 from .. import planted as plant
 from .. import sandbox_runs
+from ..exports import docker_like
 from ..sandbox_runs import warm_cls  # noqa: F401, F811 - the fixture
 
 pytestmark = [pytest.mark.grading]
@@ -85,19 +86,12 @@ with open(out, "w") as fh:
 '''
 
 
-def _unshare_works() -> bool:
-    try:
-        return subprocess.run(["unshare", "--mount", "true"], capture_output=True, timeout=30).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-
-
 @pytest.fixture(scope="module")
 def small_disk(tmp_path_factory):
     """The hog and two correct learners graded (ch02, --jobs 2) with TMPDIR on a 384 MiB tmpfs."""
     from course_admin.sandbox import procs
 
-    if os.geteuid() != 0 or not _unshare_works():
+    if os.geteuid() != 0 or not docker_like.unshare_works():
         pytest.skip("a small scratch disk needs root and mount namespaces (unshare --mount)")
     root = tmp_path_factory.mktemp("small_disk")
     learners = {name: {"files": {"course_lib/__init__.py": "", "course_lib/attention.py": text}}
@@ -198,17 +192,15 @@ def _rows(tmp_path: Path, name: str, code: str):
 def _rows_rlimits(tmp_path: Path, name: str, code: str):
     """The same, graded by `course grade --isolation rlimits` as root, in a mount namespace where Python is
     open to the run's uid (docker_like.opening: pyenv under a /root of mode 700 is not)."""
-    from ..exports import docker_like
-
     subs = plant.write({name: {"files": {"course_lib/__init__.py": "", "course_lib/attention.py": code}}},
                        tmp_path / f"subs_{name}")
     scratch = tmp_path / f"open_{name}"
     scratch.mkdir()
     os.chmod(scratch, 0o755)
-    lines = ["set -e", *docker_like.opening([REPO], scratch), 'exec "$@"']
-    argv = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", "\n".join(lines), "sh",
-            sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out", str(tmp_path / f"out_{name}"),
-            "--timeout", str(LIMIT_S), "--chapters", "ch02", "--isolation", "rlimits", "--trust-learners"]
+    grade = [sys.executable, "-m", "course_lib.provided.cli", "grade", str(subs), "--out",
+             str(tmp_path / f"out_{name}"), "--timeout", str(LIMIT_S), "--chapters", "ch02", "--isolation", "rlimits",
+             "--trust-learners"]
+    argv = docker_like.with_python_open(grade, [REPO], scratch)
     began = time.monotonic()
     proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     took = time.monotonic() - began
@@ -219,7 +211,7 @@ def _rows_rlimits(tmp_path: Path, name: str, code: str):
 
 
 def _root_with_namespaces() -> None:
-    if os.geteuid() != 0 or not _unshare_works():
+    if os.geteuid() != 0 or not docker_like.unshare_works():
         pytest.skip("the rlimits fallback's own uid needs root and a mount namespace (unshare --mount)")
 
 
